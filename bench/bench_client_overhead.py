@@ -1,0 +1,147 @@
+"""What the model layer costs on top of the raw openai SDK (not a test; prints figures).
+
+Against the bundled fake server with zero latency, so only client-side work is measured:
+request building, JSON-schema generation, cache keys (hashing image bytes), SQLite, usage and
+trace bookkeeping. Figures are per call, as ratios against the raw SDK in the same run.
+
+    python bench/bench_client_overhead.py [--calls 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import os
+import statistics
+import tempfile
+import time
+
+import numpy as np
+import openai
+from PIL import Image
+
+from videotapestry.config import load_config
+from videotapestry.llm import ImagePart, ModelService
+from videotapestry.prompts import PromptRegistry
+from videotapestry.schemas import FinalAnswer, VisualObservation
+from videotapestry.testing import FakeOpenAIServer, FakeReply
+
+REPLY = {"reasoning": "r", "answer": "A", "observation_result": "o"}
+
+
+def frames(count: int, side: int = 768) -> list[ImagePart]:
+    rng = np.random.default_rng(0)
+    parts = []
+    for index in range(count):
+        pixels = rng.integers(0, 255, (side * 9 // 16, side, 3), dtype=np.uint8)
+        buffer = io.BytesIO()
+        Image.fromarray(pixels).save(buffer, format="JPEG", quality=85)
+        parts.append(ImagePart(buffer.getvalue(), f"frame {index}", (float(index),)))
+    return parts
+
+
+async def per_call(make_call, calls: int) -> float:
+    timings = []
+    for index in range(calls):
+        started = time.perf_counter()
+        await make_call(index)
+        timings.append(time.perf_counter() - started)
+    return statistics.median(timings) * 1000
+
+
+async def main(calls: int) -> None:
+    os.environ.setdefault("OPENAI_API_KEY", "bench-key")
+    registry = PromptRegistry()
+    images = frames(50)
+    image_mb = sum(len(p.jpeg) for p in images) / 1e6
+    with FakeOpenAIServer() as server, tempfile.TemporaryDirectory() as tmp:
+        server.on(None, lambda _: FakeReply.json(REPLY))
+        raw = openai.AsyncOpenAI(base_url=server.base_url, api_key="bench-key")
+
+        def prompt(index: int):
+            return registry.render(
+                "final_answer",
+                question=f"q{index}",
+                options=["A. a", "B. b"],
+                handoff_trace="",
+                memory="m" * 4000,
+            )
+
+        async def raw_call(index: int, with_images: bool = False) -> None:
+            rendered = prompt(index)
+            content: object = rendered.user
+            if with_images:
+                content = [{"type": "text", "text": rendered.user}] + [
+                    {"type": "image_url", "image_url": {"url": p.data_url()}} for p in images
+                ]
+            await raw.chat.completions.create(
+                model="m",
+                messages=[
+                    {"role": "system", "content": rendered.system},
+                    {"role": "user", "content": content},
+                ],
+                response_format={"type": "json_object"},
+            )
+
+        def service(cache: bool) -> ModelService:
+            return ModelService(
+                load_config(
+                    overrides=[
+                        f"models.default.base_url={server.base_url}",
+                        f"cache.enabled={str(cache).lower()}",
+                        f"cache.path={tmp}/cache.sqlite",
+                    ]
+                )
+            )
+
+        nocache, cached = service(False), service(True)
+        session_a, session_b = nocache.session(), cached.session()
+
+        raw_text = await per_call(lambda i: raw_call(i), calls)
+        ours_text = await per_call(
+            lambda i: session_a.complete_json("answer", prompt(i), FinalAnswer), calls
+        )
+        await per_call(lambda i: session_b.complete_json("answer", prompt(i), FinalAnswer), calls)
+        hit_text = await per_call(
+            lambda i: session_b.complete_json("answer", prompt(i), FinalAnswer), calls
+        )
+        few = max(10, calls // 10)
+        raw_img = await per_call(lambda i: raw_call(i, True), few)
+        obs = registry.render(
+            "visual_observation",
+            agent_name="Skim Agent",
+            memory_level="macro",
+            observation_instruction="look",
+            image_notes=[p.label for p in images],
+        )
+        ours_img = await per_call(
+            lambda i: session_a.complete_json("observation", obs, VisualObservation, images), few
+        )
+        await session_b.complete_json("observation", obs, VisualObservation, images)
+        hit_img = await per_call(
+            lambda i: session_b.complete_json("observation", obs, VisualObservation, images), few
+        )
+        await raw.close()
+        await nocache.aclose()
+        await cached.aclose()
+
+    print(
+        f"median ms per call over {calls} text calls / {few} calls with 50 images "
+        f"({image_mb:.1f} MB of JPEG)"
+    )
+    print(f"{'':34}{'text':>10}{'50 images':>12}")
+    print(f"{'raw openai SDK':34}{raw_text:>10.2f}{raw_img:>12.2f}")
+    print(f"{'ModelService, cache off':34}{ours_text:>10.2f}{ours_img:>12.2f}")
+    print(f"{'ModelService, cache hit':34}{hit_text:>10.2f}{hit_img:>12.2f}")
+    print(
+        f"overhead ratio (ours / raw): text {ours_text / raw_text:.2f}x, "
+        f"images {ours_img / raw_img:.2f}x; cache hit vs raw: text "
+        f"{hit_text / raw_text:.2f}x, images {hit_img / raw_img:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=200)
+    asyncio.run(main(parser.parse_args().calls))

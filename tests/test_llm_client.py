@@ -1,0 +1,423 @@
+"""The model client against the fake server over real HTTP, through the real openai SDK."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import SECRET_KEY, fake_config, jpeg_bytes
+
+from videotapestry.errors import (
+    ImageLimitError,
+    ModelAuthError,
+    ModelConnectionError,
+    ModelRateLimitError,
+    ModelServerError,
+    ModelTimeoutError,
+    StructuredOutputError,
+)
+from videotapestry.llm import ImagePart, ModelService
+from videotapestry.prompts import PromptRegistry
+from videotapestry.schemas import FinalAnswer, VisualObservation
+from videotapestry.testing import FakeOpenAIServer, FakeReply, RecordedRequest
+
+ANSWER = {"reasoning": "The memory says the car is blue.", "answer": "B"}
+
+
+def answer_prompt(memory: str = "super_01 [00:00-01:00] A blue car.") -> object:
+    return PromptRegistry().render(
+        "final_answer",
+        question="What colour is the car?",
+        options=["A. Red", "B. Blue"],
+        handoff_trace="",
+        memory=memory,
+    )
+
+
+def observation_prompt() -> object:
+    return PromptRegistry().render(
+        "visual_observation",
+        agent_name="Overview Agent",
+        memory_level="super",
+        observation_instruction="What colour is the car?",
+        image_notes=["Image 1 at 00:10", "Image 2 at 00:20"],
+    )
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def ask(service: ModelService, role: str = "answer", prompt=None, images=()):
+    session = service.session()
+    try:
+        reply = await session.complete_json(role, prompt or answer_prompt(), FinalAnswer, images)
+    finally:
+        await service.aclose()
+    return reply, session
+
+
+def test_text_request_reaches_the_server_in_openai_wire_format(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    fake_server.script("answer", FakeReply.json(ANSWER))
+    service = ModelService(fake_config(fake_server, tmp_path))
+    reply, _ = run(ask(service))
+    assert reply.answer == "B"
+    [request] = fake_server.requests
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == f"Bearer {api_key}"
+    assert request.role == "answer" and request.prompt == "final_answer"
+    body = request.body
+    assert body["model"] == "fake-vlm"
+    assert body["temperature"] == 0.1
+    assert body["reasoning_effort"] == "high"  # the Answer agent only
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert "What colour is the car?" in body["messages"][1]["content"]
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["name"] == "final_answer"
+    assert "answer" in body["response_format"]["json_schema"]["schema"]["properties"]
+
+
+def test_image_request_sends_jpeg_data_urls(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    fake_server.script("observation", {"observation_result": "A blue car at 00:10."})
+    images = [
+        ImagePart(jpeg_bytes((0, 0, 255)), "Image 1", (10.0,)),
+        ImagePart(jpeg_bytes((255, 0, 0)), "Image 2", (20.0,)),
+    ]
+    service = ModelService(fake_config(fake_server, tmp_path))
+
+    async def go() -> VisualObservation:
+        session = service.session()
+        result = await session.complete_json(
+            "observation", observation_prompt(), VisualObservation, images, level="super"
+        )
+        await service.aclose()
+        assert session.usage.summary().images == 2
+        event = session.trace.events[-1]
+        refs = event.inputs["messages"][1]["images"]
+        assert [r["timestamps"] for r in refs] == [[10.0], [20.0]]
+        assert "reasoning_effort" not in fake_server.requests[0].body  # default effort
+        return result
+
+    result = run(go())
+    assert result.observation_result == "A blue car at 00:10."
+    [request] = fake_server.requests
+    content = request.body["messages"][1]["content"]
+    assert content[0]["type"] == "text" and "What colour is the car?" in content[0]["text"]
+    urls = [part["image_url"]["url"] for part in content[1:]]
+    assert all(url.startswith("data:image/jpeg;base64,") for url in urls)
+    assert request.images == [image.jpeg for image in images]
+
+
+def test_rate_limit_then_success_honours_retry_after(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    fake_server.script("answer", FakeReply.rate_limited(retry_after=1.5), FakeReply.json(ANSWER))
+    service = ModelService(fake_config(fake_server, tmp_path))
+    started = time.perf_counter()
+    reply, session = run(ask(service))
+    elapsed = time.perf_counter() - started
+    assert reply.answer == "B"
+    assert len(fake_server.requests) == 2
+    assert elapsed >= 1.4  # waited as long as the server asked, not the SDK's ~0.5 s default
+    assert session.usage.summary().failed_calls == 0
+
+
+def test_server_error_then_success(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    fake_server.script("answer", FakeReply.server_error(500), FakeReply.json(ANSWER))
+    service = ModelService(fake_config(fake_server, tmp_path))
+    reply, _ = run(ask(service))
+    assert reply.answer == "B" and len(fake_server.requests) == 2
+
+
+def test_persistent_errors_become_typed_errors(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    fake_server.on("answer", lambda _: FakeReply.server_error(503))
+    service = ModelService(fake_config(fake_server, tmp_path, "models.default.max_retries=1"))
+    with pytest.raises(ModelServerError, match="503") as info:
+        run(ask(service))
+    assert info.value.role == "answer"
+    assert len(fake_server.requests) == 2  # one try + one retry
+
+    fake_server.reset()
+    fake_server.on("answer", lambda _: FakeReply.rate_limited(retry_after=0.1))
+    with pytest.raises(ModelRateLimitError, match="429"):
+        run(ask(ModelService(fake_config(fake_server, tmp_path, "models.default.max_retries=1"))))
+
+    fake_server.reset()
+    fake_server.on("answer", lambda _: FakeReply(content="", status=401))
+    with pytest.raises(ModelAuthError, match="OPENAI_API_KEY"):
+        run(ask(ModelService(fake_config(fake_server, tmp_path))))
+
+
+def test_stall_hits_the_timeout_and_raises_a_typed_error(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    fake_server.on("answer", lambda _: FakeReply.stall(30))
+    config = fake_config(
+        fake_server, tmp_path, "models.default.timeout_s=0.5", "models.default.max_retries=1"
+    )
+    service = ModelService(config)
+    started = time.perf_counter()
+    with pytest.raises(ModelTimeoutError, match=r"timed out after 0\.5 s") as info:
+        run(ask(service))
+    assert time.perf_counter() - started < 10
+    assert len(fake_server.requests) == 2
+    assert info.value.endpoint == fake_server.base_url
+
+
+def test_unreachable_endpoint_is_a_connection_error(api_key: str, tmp_path: Path) -> None:
+    with FakeOpenAIServer() as server:
+        config = fake_config(server, tmp_path, "models.default.max_retries=0")
+    with pytest.raises(ModelConnectionError, match="could not connect"):
+        run(ask(ModelService(config)))
+
+
+def test_missing_api_key_names_the_variable(
+    fake_server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MY_VLM_KEY", raising=False)
+    config = fake_config(fake_server, tmp_path, "models.default.api_key_env=MY_VLM_KEY")
+    with pytest.raises(ModelAuthError, match="MY_VLM_KEY is not set"):
+        run(ask(ModelService(config)))
+    assert fake_server.requests == []
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [FakeReply.fenced(ANSWER), FakeReply.with_trailing_text(ANSWER)],
+    ids=["fenced", "trailing-text"],
+)
+def test_fenced_and_trailing_text_json_parse_without_retry(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path, reply: FakeReply
+) -> None:
+    fake_server.script("answer", reply)
+    reply_obj, _ = run(ask(ModelService(fake_config(fake_server, tmp_path))))
+    assert reply_obj.answer == "B"
+    assert len(fake_server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "bad", [FakeReply.malformed(), FakeReply.empty()], ids=["malformed", "empty"]
+)
+def test_bad_json_triggers_exactly_one_repair_retry(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path, bad: FakeReply
+) -> None:
+    fake_server.script("answer", bad, FakeReply.json(ANSWER))
+    reply, session = run(ask(ModelService(fake_config(fake_server, tmp_path))))
+    assert reply.answer == "B"
+    first, second = fake_server.requests
+    assert len(second.messages) == len(first.messages) + 2
+    assert second.messages[-2] == {"role": "assistant", "content": bad.content}
+    assert "could not be used" in second.messages[-1]["content"]
+    assert [e.name for e in session.trace.events].count("repair_retry") == 1
+    assert session.usage.summary().calls == 2
+
+
+def test_bad_json_twice_raises_structured_output_error(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    fake_server.on("answer", lambda _: FakeReply.text('{"reasoning": "no answer key"}'))
+    with pytest.raises(StructuredOutputError) as info:
+        run(ask(ModelService(fake_config(fake_server, tmp_path))))
+    assert len(fake_server.requests) == 2
+    assert "answer" in info.value.validation_error
+    assert info.value.raw_text == '{"reasoning": "no answer key"}'
+
+
+def test_json_mode_falls_back_and_is_remembered_per_endpoint(api_key: str, tmp_path: Path) -> None:
+    with FakeOpenAIServer(supports_json_schema=False) as server:
+        server.on("answer", lambda _: FakeReply.json(ANSWER))
+        service = ModelService(fake_config(server, tmp_path, "cache.enabled=false"))
+
+        async def twice() -> None:
+            for memory in ("first", "second"):
+                session = service.session()
+                await session.complete_json("answer", answer_prompt(memory), FinalAnswer)
+                assert session.trace.events[-1].usage["json_mode"] == "json_object"
+            await service.aclose()
+
+        run(twice())
+        kinds = [(r.response_format or {}).get("type") for r in server.requests]
+        assert kinds == ["json_schema", "json_object", "json_object"]
+
+    with FakeOpenAIServer(supports_json_schema=False, supports_json_object=False) as server:
+        server.on("answer", lambda _: FakeReply.json(ANSWER))
+        reply, _ = run(ask(ModelService(fake_config(server, tmp_path, "cache.enabled=false"))))
+        assert reply.answer == "B"
+        assert [r.response_format for r in server.requests][-1] is None
+
+
+def test_second_identical_request_is_served_from_cache(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    fake_server.on("answer", lambda _: FakeReply.json(ANSWER))
+    config = fake_config(fake_server, tmp_path)
+    blue = [ImagePart(jpeg_bytes((0, 0, 255)), "frame")]
+    red = [ImagePart(jpeg_bytes((255, 0, 0)), "frame")]
+
+    first, _ = run(ask(ModelService(config), images=blue))
+    assert len(fake_server.requests) == 1
+    second, session = run(ask(ModelService(config), images=blue))  # new service, same file
+    assert second == first
+    assert len(fake_server.requests) == 1  # no HTTP call
+    summary = session.usage.summary()
+    assert (summary.calls, summary.cached_calls, summary.cost_usd) == (1, 1, 0.0)
+    assert session.trace.events[-1].usage["cached"] is True
+
+    run(ask(ModelService(config), images=red))  # same text, other image bytes
+    assert len(fake_server.requests) == 2
+    run(
+        ask(
+            ModelService(fake_config(fake_server, tmp_path, "models.default.temperature=0.7")),
+            images=blue,
+        )
+    )
+    assert len(fake_server.requests) == 3
+    run(ask(ModelService(fake_config(fake_server, tmp_path, "cache.enabled=false")), images=blue))
+    assert len(fake_server.requests) == 4
+
+
+def test_usage_sums_and_costs(fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path) -> None:
+    fake_server.script(
+        "answer",
+        FakeReply(content=json.dumps(ANSWER), prompt_tokens=1000, completion_tokens=100),
+        FakeReply(content="not json", prompt_tokens=2000, completion_tokens=10),
+        FakeReply(content=json.dumps(ANSWER), prompt_tokens=3000, completion_tokens=200),
+    )
+    fake_server.script(
+        "observation",
+        FakeReply(content='{"observation_result": "x"}', prompt_tokens=500, completion_tokens=50),
+    )
+    config = fake_config(
+        fake_server,
+        tmp_path,
+        "pricing={fake-vlm: {input_per_mtok: 2.0, output_per_mtok: 10.0}}",
+    )
+    service = ModelService(config)
+
+    async def go():
+        q1, q2 = service.session(), service.session()
+        await q1.complete_json("answer", answer_prompt("one"), FinalAnswer)
+        await q1.complete_json("answer", answer_prompt("two"), FinalAnswer)  # with a repair
+        await q2.complete_json(
+            "observation",
+            observation_prompt(),
+            VisualObservation,
+            [ImagePart(jpeg_bytes((1, 2, 3)))],
+        )
+        await service.aclose()
+        return q1.usage.summary(), q2.usage.summary()
+
+    one, two = run(go())
+    assert (one.calls, one.prompt_tokens, one.completion_tokens, one.images) == (3, 6000, 310, 0)
+    assert one.cost_usd == pytest.approx((6000 * 2.0 + 310 * 10.0) / 1e6)
+    assert (two.calls, two.prompt_tokens, two.images) == (1, 500, 1)
+    run_total = service.usage.summary()
+    assert run_total.calls == 4 and run_total.prompt_tokens == 6500
+    assert run_total.by_role["answer"].completion_tokens == 310
+    assert run_total.by_role["observation"].calls == 1
+    assert run_total.unpriced_calls == 0
+
+
+def test_unpriced_model_has_unknown_cost(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    fake_server.script("answer", FakeReply.json(ANSWER))
+    _, session = run(ask(ModelService(fake_config(fake_server, tmp_path))))
+    summary = session.usage.summary()
+    assert summary.unpriced_calls == 1 and summary.cost_usd == 0.0
+    assert session.usage.records[0].cost_usd is None
+
+
+def test_image_cap_is_enforced_before_any_request(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    images = [ImagePart(jpeg_bytes((i, i, i))) for i in range(4)]
+    service = ModelService(fake_config(fake_server, tmp_path, "images.max_per_call=3"))
+    with pytest.raises(ImageLimitError, match="4 images"):
+        run(ask(service, images=images))
+    assert fake_server.requests == []
+
+
+def test_concurrency_is_limited_per_endpoint(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    lock = threading.Lock()
+    in_flight = {"now": 0, "max": 0}
+
+    def slow(request: RecordedRequest) -> FakeReply:
+        with lock:
+            in_flight["now"] += 1
+            in_flight["max"] = max(in_flight["max"], in_flight["now"])
+        time.sleep(0.2)
+        with lock:
+            in_flight["now"] -= 1
+        return FakeReply.json(ANSWER)
+
+    fake_server.on("answer", slow)
+    config = fake_config(
+        fake_server, tmp_path, "models.max_concurrency_per_endpoint=2", "cache.enabled=false"
+    )
+    service = ModelService(config)
+
+    async def many() -> None:
+        sessions = [service.session() for _ in range(6)]
+        await asyncio.gather(
+            *(
+                s.complete_json("answer", answer_prompt(str(i)), FinalAnswer)
+                for i, s in enumerate(sessions)
+            )
+        )
+        await service.aclose()
+
+    run(many())
+    assert len(fake_server.requests) == 6
+    assert in_flight["max"] == 2
+
+
+def test_api_key_never_reaches_traces_cache_or_logs(
+    fake_server: FakeOpenAIServer,
+    api_key: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake_server.script(
+        "answer", FakeReply.json(ANSWER), FakeReply.server_error(500), FakeReply.server_error(500)
+    )
+    config = fake_config(fake_server, tmp_path, "models.default.max_retries=1")
+    service = ModelService(config)
+    caplog.set_level(logging.DEBUG)
+
+    async def go():
+        session = service.session()
+        await session.complete_json("answer", answer_prompt(), FinalAnswer)
+        with pytest.raises(ModelServerError):
+            await session.complete_json("answer", answer_prompt("other"), FinalAnswer)
+        await service.aclose()
+        return session
+
+    session = run(go())
+    service.close()
+    # The key was really sent, so its absence below means something.
+    assert fake_server.requests[0].headers["authorization"] == f"Bearer {SECRET_KEY}"
+    trace_path = session.trace.save(tmp_path / "trace.json")
+    assert SECRET_KEY not in trace_path.read_text()
+    assert SECRET_KEY not in session.trace.to_markdown()
+    for path in tmp_path.iterdir():
+        assert SECRET_KEY.encode() not in path.read_bytes(), path
+    assert SECRET_KEY not in caplog.text
+    events = json.loads(trace_path.read_text())
+    assert [e["kind"] for e in events] == ["model_call", "model_call"]
+    assert events[1]["error"] and "500" in events[1]["error"]

@@ -1,0 +1,187 @@
+"""Prompt registry: every role renders, strictness, overrides, hashes, and the paper's rules."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from videotapestry.errors import PromptError
+from videotapestry.prompts import PromptRegistry
+from videotapestry.schemas import INSTRUCTION_TYPES, OUTPUT_SCHEMAS
+
+LIMITS = {"max_observations": 2, "max_updates": 2, "max_calls": 4}
+QUESTION = {"question": "What is set on the oven?", "options": ["A. 180°C", "B. 220°C"]}
+
+#: The variables each shipped role is rendered with by the agents.
+VARIABLES: dict[str, dict] = {
+    "overview_planning": {
+        **QUESTION,
+        "video_duration": 3600,
+        "observation_time_bounds": [0, 3600],
+        "global_summary": "A cooking show.",
+        "memories": "super_01 [00:00-10:00] Intro",
+        "locator_results": "",
+        "trajectory": "",
+        "limits": LIMITS,
+        "min_window_s": 600,
+    },
+    "level_planning": {
+        **QUESTION,
+        "agent_name": "Skim Agent",
+        "memory_level": "macro",
+        "global_summary": "A cooking show.",
+        "upstream_instruction": "Find the oven setting.",
+        "memories": "macro_0001 [10:00-12:00] Oven",
+        "trajectory": "",
+        "limits": LIMITS,
+        "max_frames": 50,
+    },
+    "asr_planning": {
+        **QUESTION,
+        "video_duration": 3600,
+        "visual_window": [600, 1200],
+        "visual_observation": "A dial is visible.",
+        "memories": "super_02 [10:00-20:00] Baking",
+        "max_windows": 3,
+        "min_window_s": 600,
+        "max_window_s": 1200,
+    },
+    "visual_observation": {
+        "agent_name": "Overview Agent",
+        "memory_level": "super",
+        "observation_instruction": "Read the oven display.",
+        "image_notes": ["Image 1: grid of 6 frames at 10:00, 10:05, 10:10, 10:15, 10:20, 10:25"],
+    },
+    "asr_observation": {
+        "observation_instruction": "What temperature is mentioned?",
+        "asr": "[10:15] Set it to two hundred and twenty.",
+    },
+    "super_update": {
+        **QUESTION,
+        "previous_instruction": "",
+        "update_instruction": "Add the oven facts.",
+        "observation_sources": "V1 (visual): the display shows 220",
+        "update_requests": (
+            '[{"memory_id": "super_02", "old_memory_text": "Baking", "source_refs": ["V1"]}]'
+        ),
+    },
+    "level_update": {
+        **QUESTION,
+        "agent_name": "Focus Agent",
+        "memory_level": "subgraph",
+        "upstream_instruction": "Found: oven; still need to verify: temperature",
+        "update_instruction": "",
+        "memories": "slot3_e1 Oven",
+        "observations": "The display shows 220°C at 10:15.",
+    },
+    "decision": {
+        **QUESTION,
+        "agent_name": "Overview Agent",
+        "memory_level": "super",
+        "upstream_instruction": "",
+        "memories": "super_02 ...",
+        "trajectory": "",
+    },
+    "final_answer": {**QUESTION, "handoff_trace": "Overview: ...", "memory": "super_02 ..."},
+    "direct_answer": {**QUESTION, "video_duration": 3600, "image_notes": ["Frame 1 at 00:36"]},
+}
+
+
+@pytest.fixture()
+def registry() -> PromptRegistry:
+    return PromptRegistry()
+
+
+def test_every_role_has_a_template_and_a_schema(registry: PromptRegistry) -> None:
+    assert set(registry.names()) == set(VARIABLES) == set(OUTPUT_SCHEMAS)
+
+
+@pytest.mark.parametrize("name", sorted(VARIABLES))
+def test_every_role_renders_and_names_its_json_keys(registry: PromptRegistry, name: str) -> None:
+    prompt = registry.render(name, **VARIABLES[name])
+    assert prompt.system and prompt.user
+    assert "{{" not in prompt.system + prompt.user and "{%" not in prompt.system + prompt.user
+    for key in OUTPUT_SCHEMAS[name].model_fields:
+        assert f'"{key}"' in prompt.system, f"{name} does not ask for key {key}"
+
+
+def test_missing_variable_raises_and_names_it(registry: PromptRegistry) -> None:
+    variables = dict(VARIABLES["final_answer"])
+    del variables["memory"]
+    with pytest.raises(PromptError, match="memory"):
+        registry.render("final_answer", **variables)
+
+
+def test_missing_nested_key_raises(registry: PromptRegistry) -> None:
+    variables = dict(VARIABLES["level_planning"], limits={"max_observations": 2})
+    with pytest.raises(PromptError, match="max_updates"):
+        registry.render("level_planning", **variables)
+
+
+def test_unknown_prompt_lists_the_available_ones(registry: PromptRegistry) -> None:
+    with pytest.raises(PromptError, match="final_answer"):
+        registry.render("finale")
+
+
+def test_hash_is_stable_and_follows_the_text(registry: PromptRegistry) -> None:
+    first = registry.render("final_answer", **VARIABLES["final_answer"])
+    again = PromptRegistry().render("final_answer", **VARIABLES["final_answer"])
+    assert first.hash == again.hash and len(first.hash) == 16
+    other = registry.render("final_answer", **{**VARIABLES["final_answer"], "memory": "x"})
+    assert other.hash != first.hash
+    assert other.template_hash == first.template_hash
+
+
+def test_override_directory_wins_by_file_name(tmp_path: Path) -> None:
+    (tmp_path / "final_answer.jinja").write_text(
+        "{% block system %}CUSTOM {{ question }}{% endblock %}{% block user %}u{% endblock %}"
+    )
+    (tmp_path / "_no_steering.jinja").write_text("NO STEERING, CUSTOM PARTIAL")
+    registry = PromptRegistry(tmp_path)
+    prompt = registry.render("final_answer", **VARIABLES["final_answer"])
+    assert prompt.system == "CUSTOM What is set on the oven?"
+    assert prompt.overridden and registry.resolve("final_answer").overridden
+    assert not registry.resolve("decision").overridden
+    update = registry.render("level_update", **VARIABLES["level_update"])
+    assert "NO STEERING, CUSTOM PARTIAL" in update.system
+    assert registry.variables("final_answer") == {"question"}
+
+
+def test_override_without_blocks_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "decision.jinja").write_text("just text {{ question }}")
+    with pytest.raises(PromptError, match="block system"):
+        PromptRegistry(tmp_path).render("decision", **VARIABLES["decision"])
+
+
+def test_missing_override_directory_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(PromptError, match="does not exist"):
+        PromptRegistry(tmp_path / "nope")
+
+
+def test_asr_observation_never_sees_the_question(registry: PromptRegistry) -> None:
+    assert registry.variables("asr_observation") == {"asr", "observation_instruction"}
+    assert registry.variables("visual_observation").isdisjoint({"question", "options"})
+
+
+def test_update_prompts_forbid_option_steering(registry: PromptRegistry) -> None:
+    for name in ("super_update", "level_update"):
+        system = registry.render(name, **VARIABLES[name]).system
+        assert "supports option A" in system and "consistent with B" in system
+
+
+def test_paper_rules_are_carried(registry: PromptRegistry) -> None:
+    overview = registry.render("overview_planning", **VARIABLES["overview_planning"]).system
+    assert "do not count as having seen the video" in overview
+    assert "no more than 2 observations, 2 updates and 4 tool calls" in overview
+    level = registry.render("level_update", **VARIABLES["level_update"]).system
+    assert "at most 10 characters" in level
+    super_decision = registry.render("decision", **VARIABLES["decision"]).system
+    for kind in INSTRUCTION_TYPES:
+        assert kind in super_decision
+    macro = registry.render("decision", **{**VARIABLES["decision"], "memory_level": "macro"})
+    assert "Found: [...]; still need to verify: [...]" in macro.system
+    leaf = registry.render("decision", **{**VARIABLES["decision"], "memory_level": "subgraph"})
+    assert re.search(r"stop_descending is true", leaf.system)
+    assert "main_idea" not in leaf.system

@@ -1,0 +1,78 @@
+"""The wheel carries prompts/ and configs/ as package data and works outside the repo."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+PROBE = """
+import json, videotapestry
+from videotapestry.config import load_config
+from videotapestry.prompts import PromptRegistry
+registry = PromptRegistry()
+prompt = registry.render("final_answer", question="q", options=["A. a"], handoff_trace="",
+                         memory="m")
+config = load_config(profile="local")
+print(json.dumps({"package": videotapestry.__file__,
+                  "prompt": registry.resolve("final_answer").path.as_posix(),
+                  "names": registry.names(), "hash": prompt.hash,
+                  "base_url": config.models.default.base_url}))
+"""
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(REPO),
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(out),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    [path] = out.glob("videotapestry-*.whl")
+    return path
+
+
+def test_wheel_ships_packages_prompts_and_configs(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "videotapestry/_resources/prompts/final_answer.jinja" in names
+    assert "videotapestry/_resources/prompts/_no_steering.jinja" in names
+    assert "videotapestry/_resources/configs/default.yaml" in names
+    assert "videotapestry/_resources/configs/profiles/local.yaml" in names
+    assert "memory_builders/__init__.py" in names
+    top_level = {name.split("/")[0] for name in names}
+    assert "prompts" not in top_level and "configs" not in top_level
+
+
+def test_installed_wheel_loads_prompts_and_configs(wheel: Path, tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(target)
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    probe = json.loads(result.stdout)
+    assert probe["package"].startswith(str(target))
+    assert probe["prompt"].startswith(target.as_posix() + "/videotapestry/_resources/prompts/")
+    assert len(probe["names"]) == 10
+    assert probe["base_url"] == "http://localhost:8000/v1"

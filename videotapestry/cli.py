@@ -1,0 +1,167 @@
+"""The ``videotapestry`` command line.
+
+Commands so far: ``prompts list|show`` (which template each role uses, overrides included),
+``config show`` (the fully resolved configuration) and ``check-endpoint`` (one real JSON
+call to the configured model, to check a key, base URL and model name before a long run).
+Errors of ours print one line and exit with status 2 instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+
+from videotapestry import __version__
+from videotapestry.config import MODEL_ROLES, Config, available_profiles, load_config
+from videotapestry.errors import VideoTapestryError
+from videotapestry.llm.service import ModelService
+from videotapestry.prompts import PromptRegistry
+from videotapestry.schemas import FinalAnswer
+
+
+def _add_config_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", metavar="PATH|NAME", help="YAML config layered on configs/default.yaml"
+    )
+    parser.add_argument(
+        "--profile", help=f"model profile ({', '.join(available_profiles())})", default=None
+    )
+    parser.add_argument(
+        "-o",
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="dotted override, e.g. -o agents.overview.max_frames=60 (repeatable)",
+    )
+    parser.add_argument(
+        "--prompts-dir", metavar="DIR", help="directory of templates overriding shipped ones"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="videotapestry",
+        description="Question answering over long videos with query-adaptive memory refinement.",
+    )
+    parser.add_argument("--version", action="version", version=f"videotapestry {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    prompts = commands.add_parser("prompts", help="list or show the active prompt templates")
+    prompt_commands = prompts.add_subparsers(dest="prompts_command", metavar="ACTION")
+    listing = prompt_commands.add_parser("list", help="each role and the file it resolves to")
+    _add_config_options(listing)
+    show = prompt_commands.add_parser("show", help="print one role's template")
+    show.add_argument("role")
+    _add_config_options(show)
+
+    config = commands.add_parser("config", help="show the resolved configuration")
+    config_commands = config.add_subparsers(dest="config_command", metavar="ACTION")
+    config_show = config_commands.add_parser("show", help="print the merged config as YAML")
+    _add_config_options(config_show)
+
+    check = commands.add_parser(
+        "check-endpoint", help="send one small JSON request to a role's configured model"
+    )
+    check.add_argument("--role", default="answer", choices=MODEL_ROLES)
+    check.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_config_options(check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "prompts" and args.prompts_command == "list":
+            return _prompts_list(args)
+        if args.command == "prompts" and args.prompts_command == "show":
+            return _prompts_show(args)
+        if args.command == "config" and args.config_command == "show":
+            print(_config(args).to_yaml(), end="")
+            return 0
+        if args.command == "check-endpoint":
+            return asyncio.run(_check_endpoint(args))
+    except VideoTapestryError as exc:
+        print(f"videotapestry: error: {exc}", file=sys.stderr)
+        return 2
+    parser.print_help()
+    return 0 if args.command is None else 2
+
+
+def _config(args: argparse.Namespace) -> Config:
+    return load_config(args.config, profile=args.profile, overrides=args.override)
+
+
+def _registry(args: argparse.Namespace) -> PromptRegistry:
+    override = args.prompts_dir or _config(args).prompts.override_dir
+    return PromptRegistry(override)
+
+
+def _prompts_list(args: argparse.Namespace) -> int:
+    registry = _registry(args)
+    rows = []
+    for name in registry.names():
+        source = registry.resolve(name)
+        rows.append((name, "override" if source.overridden else "shipped", str(source.path)))
+    width = max(len(r[0]) for r in rows)
+    for name, origin, path in rows:
+        print(f"{name:<{width}}  {origin:<8}  {path}")
+    return 0
+
+
+def _prompts_show(args: argparse.Namespace) -> int:
+    registry = _registry(args)
+    source = registry.resolve(args.role)
+    variables = ", ".join(sorted(registry.variables(args.role)))
+    origin = "override" if source.overridden else "shipped"
+    print(f"# {args.role}: {source.path} ({origin})")
+    print(f"# variables: {variables}")
+    print(registry.source(args.role), end="")
+    return 0
+
+
+async def _check_endpoint(args: argparse.Namespace) -> int:
+    config = _config(args)
+    prompt = _registry(args).render(
+        "final_answer",
+        question="According to the memory, what colour is the car?",
+        options=["A. Red", "B. Blue", "C. Green", "D. White"],
+        handoff_trace="",
+        memory="super_01 [00:00-01:00] A blue car is parked outside a bakery.",
+    )
+    service = ModelService(config)
+    session = service.session()
+    settings = config.models.settings_for(args.role)
+    try:
+        reply = await session.complete_json(args.role, prompt, FinalAnswer)
+    finally:
+        await service.aclose()
+        service.close()
+    usage = session.usage.summary()
+    event = session.trace.events[-1]
+    report = {
+        "role": args.role,
+        "model": settings.model,
+        "base_url": settings.base_url,
+        "json_mode": (event.usage or {}).get("json_mode"),
+        "answer": reply.answer,
+        "expected": "B",
+        "cached": usage.cached_calls > 0,
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "latency_s": round(usage.latency_s, 3),
+    }
+    if args.json:
+        print(json.dumps(report))
+    else:
+        for key, value in report.items():
+            print(f"{key:>17}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

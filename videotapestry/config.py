@@ -1,0 +1,365 @@
+"""Run configuration: pydantic models, YAML files, model profiles and dotted overrides.
+
+A run is described by one ``Config`` object built from layers, later layers winning:
+``configs/default.yaml`` (the paper's settings) → a model profile (``configs/profiles/``)
+→ the user's YAML file → ``-o key=value`` overrides. Every model refuses unknown keys, so a
+typo is an error that names the key instead of a silently ignored setting. Secrets never
+live here: a model setting names the environment variable that holds its API key.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from videotapestry.errors import ConfigError
+from videotapestry.resources import configs_dir
+
+#: Every call site that talks to a model has one of these roles; each can get its own model.
+MODEL_ROLES: tuple[str, ...] = (
+    "overview",  # Overview agent planning (Super level) and the ASR planner
+    "skim",  # Skim agent planning (Macro level)
+    "focus",  # Focus agent planning (Subgraph level)
+    "observation",  # visual observation tool
+    "asr_observation",  # ASR observation tool (never sees the question)
+    "update",  # memory update tool
+    "decision",  # level decisions
+    "answer",  # final Answer agent
+    "direct",  # Direct baseline (uniform frames straight to the VLM)
+    "builder_clip",  # memory builder: per-clip perception
+    "builder_event",  # memory builder: MacroEvent grouping and summaries
+    "builder_summary",  # memory builder: SuperEvents and the root summary
+)
+
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+JsonMode = Literal["auto", "json_schema", "json_object", "prompt"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelSettings(_Strict):
+    """How one role talks to its model. Roles inherit these from ``models.default``."""
+
+    provider: str = Field(
+        "openai", description="client registry name: 'openai' (any OpenAI-compatible server)"
+    )
+    model: str = Field("gpt-5.5", min_length=1)
+    base_url: str | None = Field(
+        None, description="endpoint URL; null uses OPENAI_BASE_URL or the SDK default"
+    )
+    api_key_env: str = Field(
+        "OPENAI_API_KEY", min_length=1, description="environment variable holding the key"
+    )
+    temperature: float | None = Field(0.1, ge=0.0, le=2.0)
+    reasoning_effort: ReasoningEffort | None = None
+    max_tokens: int | None = Field(None, gt=0)
+    timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(3, ge=0, le=20)
+    json_mode: JsonMode = Field(
+        "auto", description="auto tries json_schema, then json_object, then prompt-only"
+    )
+    image_detail: Literal["auto", "low", "high"] | None = None
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict,
+        description="extra request fields for servers that need them (e.g. vLLM options)",
+    )
+
+
+def _all_optional(model: type[BaseModel], name: str) -> type[BaseModel]:
+    fields: dict[str, Any] = {
+        field_name: (info.annotation | None, None)  # type: ignore[operator]
+        for field_name, info in model.model_fields.items()
+    }
+    return create_model(name, __base__=_Strict, **fields)
+
+
+#: A role's partial settings; unset fields fall back to ``models.default``.
+ModelSettingsOverride = _all_optional(ModelSettings, "ModelSettingsOverride")
+
+RoleModels = create_model(  # type: ignore[call-overload]
+    "RoleModels",
+    __base__=_Strict,
+    **{role: (ModelSettingsOverride, ModelSettingsOverride()) for role in MODEL_ROLES},
+)
+
+
+class ModelsConfig(_Strict):
+    default: ModelSettings = ModelSettings()
+    roles: RoleModels = RoleModels()  # type: ignore[valid-type]
+    max_concurrency_per_endpoint: int = Field(8, ge=1, le=1024)
+
+    def settings_for(self, role: str) -> ModelSettings:
+        """The effective settings of ``role``: the default with the role's own values on top."""
+        if role not in MODEL_ROLES:
+            raise ConfigError(f"unknown model role {role!r}; known roles: {', '.join(MODEL_ROLES)}")
+        override = getattr(self.roles, role).model_dump(exclude_none=True)
+        merged = self.default.model_dump() | override
+        return ModelSettings.model_validate(merged)
+
+
+class Price(_Strict):
+    """US dollars per million tokens."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+
+class CacheConfig(_Strict):
+    enabled: bool = True
+    path: str | None = Field(
+        None, description="SQLite file; null uses $XDG_CACHE_HOME/videotapestry/responses.sqlite"
+    )
+
+    def resolved_path(self) -> Path:
+        if self.path:
+            return Path(self.path).expanduser()
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        return Path(base) / "videotapestry" / "responses.sqlite"
+
+
+class ImagesConfig(_Strict):
+    max_per_call: int = Field(50, ge=1)
+    max_side: int = Field(768, ge=32)
+    jpeg_quality: int = Field(85, ge=1, le=100)
+
+
+class OverviewSettings(_Strict):
+    max_frames: int = Field(120, ge=1)
+    max_grids: int = Field(20, ge=1)
+    grid_columns: int = Field(3, ge=1)
+    grid_rows: int = Field(2, ge=1)
+    min_window_s: float = Field(600.0, ge=0)
+
+
+class LevelSettings(_Strict):
+    max_frames: int = Field(50, ge=1)
+
+
+class LevelLimits(_Strict):
+    """Tool budget of one visited level (Algorithm 2)."""
+
+    max_observations: int = Field(2, ge=0)
+    max_updates: int = Field(2, ge=0)
+    max_calls: int = Field(4, ge=0)
+
+
+class AgentsConfig(_Strict):
+    overview: OverviewSettings = OverviewSettings()
+    skim: LevelSettings = LevelSettings()
+    focus: LevelSettings = LevelSettings()
+    level_limits: LevelLimits = LevelLimits()
+
+
+class AsrConfig(_Strict):
+    source: Literal["whisper", "subtitles"] = "whisper"
+    max_windows: int = Field(3, ge=1)
+    min_window_s: float = Field(600.0, gt=0)
+    max_window_s: float = Field(1200.0, gt=0)
+    whisper_model: str = Field("large-v3", description="faster-whisper model name or directory")
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    compute_type: str = "default"
+
+
+class PromptsConfig(_Strict):
+    override_dir: str | None = Field(
+        None, description="a directory whose template files replace the shipped ones by name"
+    )
+
+
+class Config(_Strict):
+    """Everything a run needs to know, validated once at start-up."""
+
+    profile: str | None = None
+    models: ModelsConfig = ModelsConfig()
+    pricing: dict[str, Price] = Field(default_factory=dict)
+    cache: CacheConfig = CacheConfig()
+    images: ImagesConfig = ImagesConfig()
+    agents: AgentsConfig = AgentsConfig()
+    asr: AsrConfig = AsrConfig()
+    prompts: PromptsConfig = PromptsConfig()
+
+    def to_yaml(self) -> str:
+        data = self.model_dump(mode="json")
+        # Unset role fields inherit from models.default; printing them as null only adds noise.
+        data["models"]["roles"] = self.models.roles.model_dump(mode="json", exclude_none=True)
+        return yaml.safe_dump(data, sort_keys=False)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_config(
+    source: str | Path | Mapping[str, Any] | Config | None = None,
+    *,
+    profile: str | None = None,
+    overrides: Sequence[str] = (),
+) -> Config:
+    """Build a validated ``Config`` from the default file, a profile, a user file and overrides.
+
+    ``source`` is a shipped config name (``"default"``, ``"ablations/wo_asr"``), a YAML path,
+    a mapping, or an existing ``Config`` (then only ``profile`` and ``overrides`` apply).
+    """
+    base = _read_yaml(configs_dir() / "default.yaml")
+    if isinstance(source, Config):
+        user: dict[str, Any] = source.model_dump(exclude_unset=True)
+    elif isinstance(source, Mapping):
+        user = copy.deepcopy(dict(source))
+    elif source is None or source == "default":
+        user = {}
+    else:
+        user = _read_yaml(_config_path(source))
+    override_tree: dict[str, Any] = {}
+    for item in overrides:
+        key, value = parse_override(item)
+        _set_dotted(override_tree, key, value)
+
+    chosen = profile or override_tree.get("profile") or user.get("profile") or base.get("profile")
+    layers = [base]
+    if chosen:
+        layers.append(_read_yaml(_profile_path(str(chosen))))
+    layers += [user, override_tree, {"profile": chosen} if chosen else {}]
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged = deep_merge(merged, layer)
+    return validate_config(merged)
+
+
+def validate_config(data: Mapping[str, Any]) -> Config:
+    _reject_secrets(data, ())
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe_validation_error(exc)) from None
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """Split ``key.path=value``; the value is read as YAML so numbers and booleans keep types."""
+    key, sep, raw = item.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"override {item!r} must look like section.key=value")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key, value
+
+
+def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(dict(base))
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def available_profiles() -> list[str]:
+    return sorted(p.stem for p in (configs_dir() / "profiles").glob("*.yaml"))
+
+
+def _set_dotted(tree: dict[str, Any], key: str, value: Any) -> None:
+    node = tree
+    parts = key.split(".")
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"override {key!r} conflicts with an earlier override of {part!r}")
+        node = child
+    node[parts[-1]] = value
+
+
+def _config_path(source: str | Path) -> Path:
+    path = Path(source).expanduser()
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        return path
+    shipped = configs_dir() / f"{source}.yaml"
+    if shipped.is_file():
+        return shipped
+    names = sorted(
+        str(p.relative_to(configs_dir()).with_suffix("")) for p in configs_dir().rglob("*.yaml")
+    )
+    raise ConfigError(
+        f"no config named {str(source)!r}: not a file and not one of the shipped configs "
+        f"({', '.join(names)})"
+    )
+
+
+def _profile_path(name: str) -> Path:
+    path = configs_dir() / "profiles" / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError(
+            f"unknown model profile {name!r}; available: {', '.join(available_profiles())}"
+        )
+    return path
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping at the top level")
+    return data
+
+
+def _reject_secrets(data: Any, path: tuple[str, ...]) -> None:
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            if str(key).lower() in ("api_key", "apikey", "secret", "token", "password"):
+                where = ".".join((*path, str(key)))
+                raise ConfigError(
+                    f"config key {where!r}: secrets are read only from environment variables; "
+                    "remove it and set 'api_key_env' to the name of the variable that holds it"
+                )
+            _reject_secrets(value, (*path, str(key)))
+
+
+def _describe_validation_error(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors():
+        loc = tuple(str(p) for p in error["loc"])
+        key = ".".join(loc)
+        if error["type"] == "extra_forbidden":
+            known = _known_keys(loc[:-1])
+            hint = difflib.get_close_matches(loc[-1], known, n=1)
+            suffix = f"; did you mean {hint[0]!r}?" if hint else ""
+            lines.append(
+                f"config key {key!r} is not a known setting{suffix} "
+                f"(known here: {', '.join(known)})"
+            )
+        else:
+            got = error.get("input")
+            got_text = "" if isinstance(got, (dict, list)) else f" (got {got!r})"
+            lines.append(f"config key {key!r}: {error['msg']}{got_text}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def _known_keys(loc: Iterable[str]) -> list[str]:
+    model: Any = Config
+    for part in loc:
+        fields = getattr(model, "model_fields", None)
+        if not fields or part not in fields:
+            return []
+        model = fields[part].annotation
+    fields = getattr(model, "model_fields", None)
+    return sorted(fields) if fields else []

@@ -1,0 +1,91 @@
+"""The framework's exception hierarchy.
+
+Every error a user can trigger through bad input (config, prompts, a model endpoint) is one
+of these, so callers can catch ``VideoTapestryError`` and so messages can name the key,
+file or endpoint involved and say what to do, instead of surfacing a traceback from deep
+inside a library.
+"""
+
+from __future__ import annotations
+
+
+class VideoTapestryError(Exception):
+    """Base class of every error raised on purpose by videotapestry."""
+
+
+class ConfigError(VideoTapestryError):
+    """A configuration file, profile or override is invalid."""
+
+
+class PromptError(VideoTapestryError):
+    """A prompt template is missing, unreadable or cannot be rendered."""
+
+
+class ResourceError(VideoTapestryError):
+    """A file shipped with the package (prompt, config) cannot be found."""
+
+
+class ModelCallError(VideoTapestryError):
+    """A call to a model endpoint failed after the configured retries.
+
+    ``role`` and ``endpoint`` are kept so a level agent can log which call failed and apply
+    its documented fallback.
+    """
+
+    def __init__(self, message: str, *, role: str | None = None, endpoint: str | None = None):
+        super().__init__(message)
+        self.role = role
+        self.endpoint = endpoint
+
+
+class ModelTimeoutError(ModelCallError):
+    """The endpoint did not answer within the configured timeout (after retries)."""
+
+
+class ModelRateLimitError(ModelCallError):
+    """The endpoint kept answering 429 after the configured retries."""
+
+
+class ModelServerError(ModelCallError):
+    """The endpoint answered 5xx after the configured retries."""
+
+
+class ModelConnectionError(ModelCallError):
+    """The endpoint could not be reached (wrong base URL, server down)."""
+
+
+class ModelAuthError(ModelCallError):
+    """The endpoint refused the API key (401/403)."""
+
+
+class ModelRequestError(ModelCallError):
+    """The endpoint rejected the request itself (400/404/422): model name, parameters."""
+
+
+class ModelResponseError(ModelCallError):
+    """The endpoint answered, but with no usable content (empty or missing message)."""
+
+
+class ImageLimitError(ModelCallError):
+    """A request carries more images than the configured per-call cap."""
+
+
+class StructuredOutputError(ModelCallError):
+    """The model's reply could not be parsed and validated, even after one repair retry.
+
+    Level agents catch this to apply their documented fallback; ``raw_text`` and
+    ``validation_error`` are kept for the trace.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        raw_text: str,
+        validation_error: str,
+        role: str | None = None,
+        endpoint: str | None = None,
+    ):
+        super().__init__(message, role=role, endpoint=endpoint)
+        self.raw_text = raw_text
+        self.validation_error = validation_error

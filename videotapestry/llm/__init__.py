@@ -1,0 +1,16 @@
+"""Model access: the client protocol, the OpenAI-compatible client, cache, usage, service."""
+
+from videotapestry.llm.client import ModelClient, default_client_factories
+from videotapestry.llm.service import ModelService, ModelSession
+from videotapestry.llm.types import ImagePart, Message, ModelRequest, ModelResponse
+
+__all__ = [
+    "ImagePart",
+    "Message",
+    "ModelClient",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelService",
+    "ModelSession",
+    "default_client_factories",
+]

@@ -1,0 +1,138 @@
+"""SQLite response cache keyed by a hash of the full request.
+
+Reruns of an evaluation must be free and reproducible (temperature 0.1 is not
+deterministic), so every successful reply is stored under a key that covers everything that
+can change the answer: endpoint, model, sampling settings, the JSON schema asked for, every
+message's text and the SHA-256 of every image's bytes. Only replies are stored, never
+request headers, so no API key can end up in the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from videotapestry.llm.types import ModelRequest, ModelResponse, TokenUsage
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    created REAL NOT NULL,
+    role TEXT,
+    prompt_name TEXT,
+    model TEXT NOT NULL,
+    text TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    finish_reason TEXT,
+    json_mode TEXT
+)
+"""
+
+
+def request_key(request: ModelRequest, endpoint: str) -> str:
+    """Hash of everything in ``request`` that can change the reply (not the trace labels)."""
+    settings = request.settings
+    payload = {
+        "provider": settings.provider,
+        "endpoint": endpoint,
+        "model": settings.model,
+        "temperature": settings.temperature,
+        "reasoning_effort": settings.reasoning_effort,
+        "max_tokens": settings.max_tokens,
+        "json_mode": settings.json_mode,
+        "image_detail": settings.image_detail,
+        "extra_body": settings.extra_body,
+        "json_spec": (
+            None
+            if request.json_spec is None
+            else {"name": request.json_spec.name, "schema": request.json_spec.schema}
+        ),
+        "messages": [
+            {
+                "role": message.role,
+                "text": message.text,
+                "images": [image.sha256 for image in message.images],
+            }
+            for message in request.messages
+        ],
+    }
+    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    writes: int = 0
+
+
+class ResponseCache:
+    """One SQLite file; usable from several threads and processes (WAL journal)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(_SCHEMA)
+            self._conn.commit()
+        self.stats = CacheStats()
+
+    def get(self, key: str) -> ModelResponse | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT model, text, prompt_tokens, completion_tokens, finish_reason, json_mode "
+                "FROM responses WHERE key = ?",
+                (key,),
+            ).fetchone()
+        if row is None:
+            self.stats.misses += 1
+            return None
+        self.stats.hits += 1
+        model, text, prompt_tokens, completion_tokens, finish_reason, json_mode = row
+        return ModelResponse(
+            text=text,
+            model=model,
+            usage=TokenUsage(prompt_tokens, completion_tokens),
+            latency_s=0.0,
+            cached=True,
+            finish_reason=finish_reason,
+            json_mode=json_mode or "prompt",
+        )
+
+    def put(self, key: str, request: ModelRequest, response: ModelResponse) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    time.time(),
+                    request.role,
+                    request.prompt_name,
+                    response.model,
+                    response.text,
+                    response.usage.prompt_tokens,
+                    response.usage.completion_tokens,
+                    response.finish_reason,
+                    response.json_mode,
+                ),
+            )
+            self._conn.commit()
+        self.stats.writes += 1
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

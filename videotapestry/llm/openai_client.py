@@ -1,0 +1,202 @@
+"""Client for any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang, Ollama, DashScope).
+
+Built on the ``openai`` SDK, which already does what a hand-written client would get wrong:
+retries with exponential backoff that honour ``Retry-After``, timeouts, connection pooling,
+and the ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` environment conventions. This class adds
+what the SDK does not: negotiating the JSON output mode with servers that lack
+``json_schema`` (or ``json_object``) support, a role header for proxies and the test server,
+and translation of SDK exceptions into our typed errors.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import openai
+
+from videotapestry.config import ModelSettings
+from videotapestry.errors import (
+    ModelAuthError,
+    ModelCallError,
+    ModelConnectionError,
+    ModelRateLimitError,
+    ModelRequestError,
+    ModelResponseError,
+    ModelServerError,
+    ModelTimeoutError,
+)
+from videotapestry.llm.types import Message, ModelRequest, ModelResponse, TokenUsage
+
+#: The order in which ``json_mode: auto`` tries output modes; the last always works.
+JSON_MODES = ("json_schema", "json_object", "prompt")
+ROLE_HEADER = "x-videotapestry-role"
+PROMPT_HEADER = "x-videotapestry-prompt"
+
+
+class OpenAICompatibleClient:
+    """One endpoint (base URL + key). Remembers which JSON modes the server rejected."""
+
+    def __init__(self, *, base_url: str | None, api_key: str) -> None:
+        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key)
+        self.endpoint = str(self._client.base_url).rstrip("/")
+        self._rejected_modes: set[str] = set()
+
+    @classmethod
+    def from_settings(cls, settings: ModelSettings) -> OpenAICompatibleClient:
+        api_key = os.environ.get(settings.api_key_env)
+        if not api_key:
+            where = settings.base_url or os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
+            raise ModelAuthError(
+                f"environment variable {settings.api_key_env} is not set; export the API key "
+                f"for {where} there (local servers usually accept any value, e.g. EMPTY)",
+                endpoint=where,
+            )
+        return cls(base_url=settings.base_url, api_key=api_key)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        settings = request.settings
+        client = self._client.with_options(
+            timeout=settings.timeout_s, max_retries=settings.max_retries
+        )
+        kwargs: dict[str, Any] = {
+            "model": settings.model,
+            "messages": [_wire_message(m, settings.image_detail) for m in request.messages],
+            "extra_headers": {
+                ROLE_HEADER: request.role,
+                PROMPT_HEADER: request.prompt_name or "",
+            },
+        }
+        if settings.temperature is not None:
+            kwargs["temperature"] = settings.temperature
+        if settings.reasoning_effort is not None:
+            kwargs["reasoning_effort"] = settings.reasoning_effort
+        if settings.max_tokens is not None:
+            kwargs["max_completion_tokens"] = settings.max_tokens
+        if settings.extra_body:
+            kwargs["extra_body"] = dict(settings.extra_body)
+
+        modes = self._modes_to_try(request)
+        for index, mode in enumerate(modes):
+            response_format = _response_format(mode, request)
+            if response_format is not None:
+                kwargs["response_format"] = response_format
+            else:
+                kwargs.pop("response_format", None)
+            try:
+                completion = await client.chat.completions.create(**kwargs)
+            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                if index + 1 < len(modes) and _rejects_response_format(exc):
+                    self._rejected_modes.add(mode)
+                    continue
+                raise self._typed_error(exc, request) from exc
+            except openai.OpenAIError as exc:
+                raise self._typed_error(exc, request) from exc
+            return self._response(completion, request, mode)
+        raise AssertionError("unreachable: the prompt-only mode is always tried last")
+
+    def _modes_to_try(self, request: ModelRequest) -> tuple[str, ...]:
+        if request.json_spec is None:
+            return ("prompt",)
+        wanted = request.settings.json_mode
+        if wanted != "auto":
+            return (wanted,)
+        return tuple(m for m in JSON_MODES if m not in self._rejected_modes) or ("prompt",)
+
+    def _response(self, completion: Any, request: ModelRequest, mode: str) -> ModelResponse:
+        choices = getattr(completion, "choices", None) or []
+        if not choices or choices[0].message is None:
+            raise ModelResponseError(
+                f"{self.endpoint} returned no choices for the {request.role} call",
+                role=request.role,
+                endpoint=self.endpoint,
+            )
+        usage = getattr(completion, "usage", None)
+        return ModelResponse(
+            text=choices[0].message.content or "",
+            model=getattr(completion, "model", None) or request.settings.model,
+            usage=TokenUsage(
+                prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            ),
+            finish_reason=choices[0].finish_reason,
+            json_mode=mode,
+        )
+
+    def _typed_error(self, exc: openai.OpenAIError, request: ModelRequest) -> ModelCallError:
+        settings = request.settings
+        where = f"{request.role} call to {self.endpoint} (model {settings.model})"
+        retries = f"after {settings.max_retries} retries"
+        kwargs = {"role": request.role, "endpoint": self.endpoint}
+        if isinstance(exc, openai.APITimeoutError):
+            return ModelTimeoutError(
+                f"{where} timed out after {settings.timeout_s:g} s, {retries}; raise "
+                "models.<role>.timeout_s if the server is slow",
+                **kwargs,
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            return ModelConnectionError(
+                f"{where} could not connect ({exc}); check base_url and that the server runs",
+                **kwargs,
+            )
+        if isinstance(exc, openai.RateLimitError):
+            return ModelRateLimitError(f"{where} was rate-limited (429) {retries}", **kwargs)
+        if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
+            return ModelAuthError(
+                f"{where} was refused ({exc.status_code}); check the key in "
+                f"${settings.api_key_env}",
+                **kwargs,
+            )
+        if isinstance(exc, openai.APIStatusError):
+            detail = _error_message(exc)
+            if exc.status_code >= 500:
+                return ModelServerError(
+                    f"{where} failed with HTTP {exc.status_code} {retries}: {detail}", **kwargs
+                )
+            return ModelRequestError(
+                f"{where} was rejected with HTTP {exc.status_code}: {detail}", **kwargs
+            )
+        return ModelCallError(f"{where} failed: {exc}", **kwargs)
+
+
+def _wire_message(message: Message, image_detail: str | None) -> dict[str, Any]:
+    if not message.images:
+        return {"role": message.role, "content": message.text}
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
+    for image in message.images:
+        image_url: dict[str, Any] = {"url": image.data_url()}
+        if image_detail:
+            image_url["detail"] = image_detail
+        parts.append({"type": "image_url", "image_url": image_url})
+    return {"role": message.role, "content": parts}
+
+
+def _response_format(mode: str, request: ModelRequest) -> dict[str, Any] | None:
+    spec = request.json_spec
+    if spec is None or mode == "prompt":
+        return None
+    if mode == "json_object":
+        return {"type": "json_object"}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": spec.name, "schema": spec.schema, "strict": False},
+    }
+
+
+def _rejects_response_format(exc: openai.APIStatusError) -> bool:
+    text = f"{getattr(exc, 'param', '') or ''} {_error_message(exc)}".lower()
+    return any(word in text for word in ("response_format", "json_schema", "json_object"))
+
+
+def _error_message(exc: openai.APIStatusError) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+        if isinstance(inner, str):
+            return inner
+    return str(getattr(exc, "message", exc))

@@ -1,0 +1,346 @@
+"""The one place model calls go through: cache, concurrency limit, usage, trace, JSON.
+
+``ModelService`` is shared by a whole run (clients, limiter, cache, run-level usage).
+``ModelSession`` is one question's view of it, with that question's trace and usage ledger,
+so concurrent questions in ``abatch`` never mix their accounting.
+
+Call order for every request: image cap → cache lookup (a hit makes no HTTP request) →
+per-endpoint semaphore → client (with the SDK's retries and timeout) → cache store → usage
+record → trace event. ``complete_json`` adds parsing, validation and one repair retry, then
+raises ``StructuredOutputError`` for the caller's documented fallback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from videotapestry.config import MODEL_ROLES, Config
+from videotapestry.errors import ImageLimitError, ModelCallError, StructuredOutputError
+from videotapestry.llm.cache import ResponseCache, request_key
+from videotapestry.llm.client import (
+    ClientFactory,
+    ModelClient,
+    default_client_factories,
+    endpoint_identity,
+    lookup_factory,
+)
+from videotapestry.llm.structured import (
+    OutputParseError,
+    json_schema_for,
+    parse_output,
+    repair_instruction,
+)
+from videotapestry.llm.types import ImagePart, JsonSpec, Message, ModelRequest, ModelResponse
+from videotapestry.llm.usage import PriceTable, UsageLedger, UsageRecord
+from videotapestry.prompts import RenderedPrompt
+from videotapestry.trace import Trace, TraceEvent, secrets_from_env
+
+log = logging.getLogger("videotapestry.llm")
+
+T = TypeVar("T", bound=BaseModel)
+
+_PREVIEW_CHARS = 600
+
+
+@dataclass
+class _LoopState:
+    """Clients and semaphores are bound to the event loop that created them."""
+
+    clients: dict[tuple[str, str | None, str], ModelClient] = field(default_factory=dict)
+    limits: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+
+
+class ModelService:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        cache: ResponseCache | None = None,
+        client_factories: dict[str, ClientFactory] | None = None,
+    ) -> None:
+        self.config = config
+        self.prices = PriceTable(config.pricing)
+        self.usage = UsageLedger()
+        self._factories = client_factories or default_client_factories()
+        if cache is None and config.cache.enabled:
+            cache = ResponseCache(config.cache.resolved_path())
+        self.cache = cache
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def session(self, trace: Trace | None = None) -> ModelSession:
+        """A per-question handle with its own trace and usage ledger."""
+        if trace is None:
+            trace = Trace(secrets=self.secrets())
+        return ModelSession(self, trace=trace, usage=UsageLedger())
+
+    def secrets(self) -> list[str]:
+        names = {self.config.models.settings_for(role).api_key_env for role in MODEL_ROLES}
+        return secrets_from_env(names)
+
+    async def aclose(self) -> None:
+        state = self._loops.pop(asyncio.get_running_loop(), None)
+        if state is not None:
+            for client in state.clients.values():
+                await client.aclose()
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+
+    # -- internals used by ModelSession ------------------------------------------------
+
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        state = self._loops.get(loop)
+        if state is None:
+            state = self._loops[loop] = _LoopState()
+        return state
+
+    def _client(self, request: ModelRequest) -> tuple[ModelClient, asyncio.Semaphore]:
+        state = self._state()
+        identity = endpoint_identity(request.settings)
+        client = state.clients.get(identity)
+        if client is None:
+            factory = lookup_factory(self._factories, request.settings.provider)
+            client = state.clients[identity] = factory(request.settings)
+        limit = state.limits.get(client.endpoint)
+        if limit is None:
+            limit = state.limits[client.endpoint] = asyncio.Semaphore(
+                self.config.models.max_concurrency_per_endpoint
+            )
+        return client, limit
+
+    async def _send(self, request: ModelRequest) -> ModelResponse:
+        cap = self.config.images.max_per_call
+        if request.image_count > cap:
+            raise ImageLimitError(
+                f"{request.role} call carries {request.image_count} images, more than "
+                f"images.max_per_call={cap}",
+                role=request.role,
+            )
+        client, limit = self._client(request)
+        key = request_key(request, client.endpoint) if self.cache is not None else None
+        if key is not None and self.cache is not None:
+            cached = await asyncio.to_thread(self.cache.get, key)
+            if cached is not None:
+                return cached
+        async with limit:
+            started = time.perf_counter()
+            response = await client.complete(request)
+            response.latency_s = time.perf_counter() - started
+        if key is not None and self.cache is not None and response.text.strip():
+            await asyncio.to_thread(self.cache.put, key, request, response)
+        return response
+
+
+class ModelSession:
+    """One question's access to the models."""
+
+    def __init__(self, service: ModelService, *, trace: Trace, usage: UsageLedger) -> None:
+        self.service = service
+        self.trace = trace
+        self.usage = usage
+
+    def request(
+        self,
+        role: str,
+        prompt: RenderedPrompt,
+        images: Sequence[ImagePart] = (),
+        *,
+        level: str | None = None,
+        output_model: type[BaseModel] | None = None,
+    ) -> ModelRequest:
+        """Build the request for ``prompt``; images follow the user text in one message."""
+        messages: list[Message] = []
+        if prompt.system:
+            messages.append(Message("system", prompt.system))
+        messages.append(Message("user", prompt.user, tuple(images)))
+        spec = (
+            JsonSpec(name=prompt.name, schema=json_schema_for(output_model))
+            if output_model is not None
+            else None
+        )
+        return ModelRequest(
+            role=role,
+            messages=tuple(messages),
+            settings=self.service.config.models.settings_for(role),
+            json_spec=spec,
+            prompt_name=prompt.name,
+            prompt_hash=prompt.hash,
+            level=level,
+        )
+
+    async def complete(
+        self,
+        role: str,
+        prompt: RenderedPrompt,
+        images: Sequence[ImagePart] = (),
+        *,
+        level: str | None = None,
+    ) -> ModelResponse:
+        return await self.send(self.request(role, prompt, images, level=level))
+
+    async def complete_json(
+        self,
+        role: str,
+        prompt: RenderedPrompt,
+        output_model: type[T],
+        images: Sequence[ImagePart] = (),
+        *,
+        level: str | None = None,
+    ) -> T:
+        request = self.request(role, prompt, images, level=level, output_model=output_model)
+        return await self.send_json(request, output_model)
+
+    async def send_json(self, request: ModelRequest, output_model: type[T]) -> T:
+        """Send, parse and validate; one repair retry; then ``StructuredOutputError``."""
+        response, event = await self._send_traced(request)
+        try:
+            return _parsed_into(event, response.text, output_model)
+        except OutputParseError as first:
+            problem = str(first)
+        repair = request.with_messages(
+            (
+                *request.messages,
+                Message("assistant", response.text),
+                Message("user", repair_instruction(problem, output_model)),
+            )
+        )
+        self.trace.note("repair_retry", role=request.role, problem=problem)
+        second, event = await self._send_traced(repair)
+        try:
+            return _parsed_into(event, second.text, output_model)
+        except OutputParseError as exc:
+            raise StructuredOutputError(
+                f"{request.role} reply is not valid {output_model.__name__} JSON after one "
+                f"repair retry: {exc}",
+                raw_text=second.text,
+                validation_error=str(exc),
+                role=request.role,
+            ) from None
+
+    async def send(self, request: ModelRequest) -> ModelResponse:
+        response, _ = await self._send_traced(request)
+        return response
+
+    async def _send_traced(self, request: ModelRequest) -> tuple[ModelResponse, TraceEvent]:
+        started = time.time()
+        try:
+            response = await self.service._send(request)
+        except ModelCallError as exc:
+            self._account(request, None, started, error=exc)
+            raise
+        return response, self._account(request, response, started)
+
+    def _account(
+        self,
+        request: ModelRequest,
+        response: ModelResponse | None,
+        started: float,
+        *,
+        error: Exception | None = None,
+    ) -> TraceEvent:
+        settings = request.settings
+        if response is None:
+            cost = None
+            usage = UsageRecord(
+                role=request.role,
+                model=settings.model,
+                prompt_tokens=0,
+                completion_tokens=0,
+                images=request.image_count,
+                latency_s=time.time() - started,
+                cached=False,
+                cost_usd=None,
+                level=request.level,
+                error=type(error).__name__,
+            )
+        else:
+            cost = (
+                0.0
+                if response.cached
+                else self.service.prices.cost(
+                    settings.model, response.usage.prompt_tokens, response.usage.completion_tokens
+                )
+            )
+            usage = UsageRecord(
+                role=request.role,
+                model=response.model,
+                prompt_tokens=response.usage.prompt_tokens,
+                completion_tokens=response.usage.completion_tokens,
+                images=request.image_count,
+                latency_s=response.latency_s,
+                cached=response.cached,
+                cost_usd=cost,
+                level=request.level,
+            )
+        self.usage.record(usage)
+        self.service.usage.record(usage)
+        log.debug(
+            "model call role=%s level=%s prompt=%s cached=%s error=%s",
+            request.role,
+            request.level,
+            request.prompt_name,
+            usage.cached,
+            usage.error,
+        )
+        event = TraceEvent(
+            kind="model_call",
+            name=request.prompt_name or request.role,
+            role=request.role,
+            level=request.level,
+            prompt_name=request.prompt_name,
+            prompt_hash=request.prompt_hash,
+            started_at=started,
+            duration_s=usage.latency_s,
+            inputs=_summarize_inputs(request),
+            output=response.text if response is not None else None,
+            usage={
+                "model": usage.model,
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "images": usage.images,
+                "cached": usage.cached,
+                "cost_usd": usage.cost_usd,
+                "json_mode": response.json_mode if response else None,
+            },
+            error=str(error) if error else None,
+        )
+        self.trace.add(event)
+        return event
+
+
+def _summarize_inputs(request: ModelRequest) -> dict[str, Any]:
+    return {
+        "model": request.settings.model,
+        "messages": [
+            {
+                "role": message.role,
+                "chars": len(message.text),
+                "preview": message.text[:_PREVIEW_CHARS],
+                "images": [image.reference() for image in message.images],
+            }
+            for message in request.messages
+        ],
+    }
+
+
+def _parsed_into(event: TraceEvent, text: str, output_model: type[T]) -> T:
+    """Parse the reply; the trace keeps the validated object, or the problem with the text."""
+    try:
+        parsed = parse_output(text, output_model)
+    except OutputParseError as exc:
+        event.output = {"unparsed": text[:_PREVIEW_CHARS], "problem": str(exc)}
+        raise
+    event.output = parsed.model_dump(mode="json")
+    return parsed

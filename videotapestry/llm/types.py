@@ -1,0 +1,103 @@
+"""Requests and responses that cross the model-client boundary.
+
+These are provider-neutral: the OpenAI-compatible client turns them into wire messages, the
+cache hashes them, the trace summarizes them, and the offline model reads them directly.
+Images are JPEG bytes plus the timestamps they show, so a trace can say which moments of the
+video the model saw without storing pixels.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+from videotapestry.config import ModelSettings
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    """One JPEG sent to the model; ``label`` and ``timestamps`` are for traces and notebooks."""
+
+    jpeg: bytes
+    label: str = ""
+    timestamps: tuple[float, ...] = ()
+
+    @cached_property
+    def sha256(self) -> str:
+        # Hashed once: both the cache key and the trace reference need it.
+        return hashlib.sha256(self.jpeg).hexdigest()
+
+    def data_url(self) -> str:
+        return "data:image/jpeg;base64," + base64.b64encode(self.jpeg).decode("ascii")
+
+    def reference(self) -> dict[str, Any]:
+        """A bytes-free description, safe to put in traces."""
+        return {
+            "label": self.label,
+            "timestamps": list(self.timestamps),
+            "bytes": len(self.jpeg),
+            "sha256": self.sha256[:16],
+        }
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["system", "user", "assistant"]
+    text: str
+    images: tuple[ImagePart, ...] = ()
+
+
+@dataclass(frozen=True)
+class JsonSpec:
+    """Asks for JSON output; ``schema`` is the JSON schema of the expected object."""
+
+    name: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One chat call, complete enough to be cached and replayed."""
+
+    role: str
+    messages: tuple[Message, ...]
+    settings: ModelSettings
+    json_spec: JsonSpec | None = None
+    prompt_name: str | None = None
+    prompt_hash: str | None = None
+    level: str | None = None
+
+    @property
+    def image_count(self) -> int:
+        return sum(len(m.images) for m in self.messages)
+
+    def with_messages(self, messages: tuple[Message, ...]) -> ModelRequest:
+        return ModelRequest(
+            role=self.role,
+            messages=messages,
+            settings=self.settings,
+            json_spec=self.json_spec,
+            prompt_name=self.prompt_name,
+            prompt_hash=self.prompt_hash,
+            level=self.level,
+        )
+
+
+@dataclass
+class TokenUsage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass
+class ModelResponse:
+    text: str
+    model: str
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    latency_s: float = 0.0
+    cached: bool = False
+    finish_reason: str | None = None
+    json_mode: str = "prompt"

@@ -1,0 +1,105 @@
+"""Usage accounting: tokens, images, calls, latency and cost per call, question and run.
+
+Papers in this field report cost per question next to accuracy, so every model call leaves a
+``UsageRecord``. Cache hits are counted as calls (with their tokens, which the question did
+consume) but cost nothing, since nobody was billed; a model missing from the price table
+gets an unknown cost (``None``) instead of a guess.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+
+from videotapestry.config import Price
+
+
+@dataclass(frozen=True)
+class UsageRecord:
+    role: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    images: int
+    latency_s: float
+    cached: bool
+    cost_usd: float | None
+    level: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class UsageSummary:
+    calls: int = 0
+    cached_calls: int = 0
+    failed_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    images: int = 0
+    latency_s: float = 0.0
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    by_role: dict[str, UsageSummary] = field(default_factory=dict)
+
+    def add(self, record: UsageRecord) -> None:
+        self._add_flat(record)
+        self.by_role.setdefault(record.role, UsageSummary())._add_flat(record)
+
+    def _add_flat(self, record: UsageRecord) -> None:
+        self.calls += 1
+        self.cached_calls += int(record.cached)
+        self.failed_calls += int(record.error is not None)
+        self.prompt_tokens += record.prompt_tokens
+        self.completion_tokens += record.completion_tokens
+        self.images += record.images
+        self.latency_s += record.latency_s
+        if record.cost_usd is None:
+            self.unpriced_calls += int(not record.cached and record.error is None)
+        else:
+            self.cost_usd += record.cost_usd
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["latency_s"] = round(self.latency_s, 4)
+        data["cost_usd"] = round(self.cost_usd, 6)
+        data["by_role"] = {role: summary.to_dict() for role, summary in self.by_role.items()}
+        if not self.by_role:
+            del data["by_role"]
+        return data
+
+
+class PriceTable:
+    def __init__(self, prices: Mapping[str, Price]):
+        self._prices = dict(prices)
+
+    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+        price = self._prices.get(model)
+        if price is None:
+            return None
+        return (
+            prompt_tokens * price.input_per_mtok + completion_tokens * price.output_per_mtok
+        ) / 1_000_000
+
+
+class UsageLedger:
+    """Records of one scope (a question or a whole run); safe to share between threads."""
+
+    def __init__(self) -> None:
+        self._records: list[UsageRecord] = []
+        self._lock = threading.Lock()
+
+    def record(self, record: UsageRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+
+    @property
+    def records(self) -> list[UsageRecord]:
+        with self._lock:
+            return list(self._records)
+
+    def summary(self) -> UsageSummary:
+        summary = UsageSummary()
+        for record in self.records:
+            summary.add(record)
+        return summary

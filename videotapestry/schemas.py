@@ -1,0 +1,185 @@
+"""The JSON contract of every prompt: what each role must return, as pydantic models.
+
+The keys follow the paper's prompts (appendix B.3). Models reply loosely in practice (a time
+range as a dict, a list where a string was asked for, ids as numbers), so each model accepts
+those common shapes and normalizes them; anything else fails validation and triggers the
+client's single repair retry, then the caller's documented fallback.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+#: Super→Macro handoff instruction types (the decision prompt lists the same names).
+INSTRUCTION_TYPES: tuple[str, ...] = (
+    "main_idea",
+    "temporal_order",
+    "identity",
+    "action_verification",
+    "spatial_relation",
+    "causal_result",
+)
+InstructionType = Literal[
+    "main_idea",
+    "temporal_order",
+    "identity",
+    "action_verification",
+    "spatial_relation",
+    "causal_result",
+]
+
+_CLOCK = re.compile(r"^\s*(?:(\d+):)?(\d{1,2}):(\d{1,2}(?:\.\d+)?)\s*$")
+
+
+def parse_seconds(value: Any) -> float:
+    """Seconds from a number, a numeric string, or a clock string (``mm:ss`` / ``h:mm:ss``)."""
+    if isinstance(value, bool):
+        raise ValueError("a time must be a number of seconds, not a boolean")
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip().removesuffix("s").strip()
+        match = _CLOCK.match(text)
+        if match:
+            hours, minutes, seconds = match.groups()
+            return int(hours or 0) * 3600 + int(minutes) * 60 + float(seconds)
+        return float(text)
+    raise ValueError(f"cannot read a time from {value!r}")
+
+
+def _time_range(value: Any) -> tuple[float, float]:
+    if isinstance(value, dict):
+        start = value.get("start", value.get("start_sec", value.get("begin")))
+        end = value.get("end", value.get("end_sec"))
+        value = [start, end]
+    if isinstance(value, str) and "-" in value:
+        value = [part for part in re.split(r"\s*-\s*", value.strip()) if part]
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise ValueError(f"a time range must be [start, end] in seconds, got {value!r}")
+    return parse_seconds(value[0]), parse_seconds(value[1])
+
+
+def _text(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return "\n".join(str(item) for item in value)
+    return value
+
+
+def _ids(value: Any) -> Any:
+    if value is None:
+        return []
+    if isinstance(value, (str, int)):
+        value = [value]
+    if isinstance(value, list):
+        return [str(item) for item in value]
+    return value
+
+
+TimeRange = Annotated[tuple[float, float], BeforeValidator(_time_range)]
+Text = Annotated[str, BeforeValidator(_text)]
+Ids = Annotated[list[str], BeforeValidator(_ids)]
+
+
+class RoleOutput(BaseModel):
+    """Base of every role's reply; extra keys a model adds are ignored, not fatal."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class OverviewPlan(RoleOutput):
+    thought: Text = ""
+    observation_needed: bool = True
+    observation_instruction: Text = ""
+    candidate_memory_ids: Ids = Field(default_factory=list)
+    time_ranges: list[TimeRange] = Field(default_factory=list)
+    locator_time_hints_used: list[Text] = Field(default_factory=list)
+
+
+class LevelPlan(RoleOutput):
+    thought: Text = ""
+    observation_needed: bool = False
+    observation_instruction: Text = ""
+    candidate_memory_ids: Ids = Field(default_factory=list)
+    time_ranges: list[TimeRange] = Field(default_factory=list)
+    update_memory_ids: Ids = Field(default_factory=list)
+
+
+class AsrPlan(RoleOutput):
+    thought: Text = ""
+    observation_instruction: Text
+    time_ranges: list[TimeRange] = Field(default_factory=list)
+    candidate_memory_ids: Ids = Field(default_factory=list)
+
+
+class VisualObservation(RoleOutput):
+    observation_result: Text
+    uncertainty: Text = ""
+    relevance_to_question: Text = ""
+
+
+class AsrObservation(RoleOutput):
+    observation_result: Text
+    asr_evidence: Text = ""
+
+
+class SuperMemoryUpdate(RoleOutput):
+    is_relevant: bool
+    visual_observation: Text = ""
+    asr_observation: Text = ""
+    irrelevant_summary: Text = ""
+
+
+class SuperUpdate(RoleOutput):
+    updated_memories: dict[str, SuperMemoryUpdate]
+
+
+class NodeRewrite(RoleOutput):
+    updated_text: Text
+
+
+class LevelUpdate(RoleOutput):
+    updated_memories: dict[str, NodeRewrite]
+
+    @field_validator("updated_memories", mode="before")
+    @classmethod
+    def _plain_text_rewrites(cls, value: Any) -> Any:
+        # Models often answer {"macro_0003": "new text"} instead of {"updated_text": ...}.
+        if isinstance(value, dict):
+            return {
+                key: {"updated_text": item} if isinstance(item, str) else item
+                for key, item in value.items()
+            }
+        return value
+
+
+class Decision(RoleOutput):
+    selected_child_memory_ids: Ids = Field(default_factory=list)
+    stop_descending: bool = False
+    next_instruct: str | None = None
+    reason: Text = ""
+    template_type: str | None = None
+
+
+class FinalAnswer(RoleOutput):
+    reasoning: Text = ""
+    answer: Text
+
+
+#: Prompt name → the model its reply must validate against.
+OUTPUT_SCHEMAS: dict[str, type[RoleOutput]] = {
+    "overview_planning": OverviewPlan,
+    "level_planning": LevelPlan,
+    "asr_planning": AsrPlan,
+    "visual_observation": VisualObservation,
+    "asr_observation": AsrObservation,
+    "super_update": SuperUpdate,
+    "level_update": LevelUpdate,
+    "decision": Decision,
+    "final_answer": FinalAnswer,
+    "direct_answer": FinalAnswer,
+}

@@ -1,0 +1,108 @@
+"""Structured traces: one event per model or tool call, saved as JSON per question.
+
+A researcher debugging a wrong answer needs to see what each agent was asked, what it saw
+(image references with timestamps, never the bytes), what it returned and what it cost.
+Secrets never reach a trace: events hold no request headers, and ``save`` also scrubs the
+values of the configured API-key variables and anything shaped like a bearer token.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+_SECRET_PATTERNS = (
+    re.compile(r"(?i)bearer\s+[A-Za-z0-9._\-]+"),
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),
+)
+REDACTED = "[REDACTED]"
+
+
+class TraceEvent(BaseModel):
+    kind: Literal["model_call", "tool_call", "note"]
+    name: str
+    role: str | None = None
+    level: str | None = None
+    prompt_name: str | None = None
+    prompt_hash: str | None = None
+    started_at: float = Field(default_factory=time.time)
+    duration_s: float = 0.0
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    output: Any = None
+    usage: dict[str, Any] | None = None
+    error: str | None = None
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub(REDACTED, text)
+    return text
+
+
+def secrets_from_env(variable_names: Iterable[str]) -> list[str]:
+    return [value for name in set(variable_names) if (value := os.environ.get(name))]
+
+
+class Trace:
+    """The events of one question, in the order they finished; shared by concurrent calls."""
+
+    def __init__(self, *, secrets: Iterable[str] = ()) -> None:
+        self._events: list[TraceEvent] = []
+        self._lock = threading.Lock()
+        self._secrets = list(secrets)
+
+    def add(self, event: TraceEvent) -> None:
+        with self._lock:
+            self._events.append(event)
+
+    def note(self, name: str, **data: Any) -> None:
+        self.add(TraceEvent(kind="note", name=name, output=data))
+
+    @property
+    def events(self) -> list[TraceEvent]:
+        with self._lock:
+            return list(self._events)
+
+    def to_json(self) -> str:
+        payload = [event.model_dump(mode="json") for event in self.events]
+        return redact(json.dumps(payload, ensure_ascii=False, indent=1), self._secrets)
+
+    def save(self, path: str | Path) -> Path:
+        """Write atomically, so a crash never leaves half a trace behind."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(self.to_json())
+        os.replace(tmp, path)
+        return path
+
+    def to_markdown(self) -> str:
+        lines = ["| # | kind | name | role | level | prompt | time (s) | tokens in/out | error |"]
+        lines.append("|---|---|---|---|---|---|---|---|---|")
+        for index, event in enumerate(self.events, 1):
+            usage = event.usage or {}
+            tokens = (
+                f"{usage.get('prompt_tokens', '')}/{usage.get('completion_tokens', '')}"
+                if usage
+                else ""
+            )
+            prompt = f"{event.prompt_name or ''} {event.prompt_hash or ''}".strip()
+            lines.append(
+                f"| {index} | {event.kind} | {event.name} | {event.role or ''} | "
+                f"{event.level or ''} | {prompt} | {event.duration_s:.2f} | {tokens} | "
+                f"{(event.error or '').replace('|', '/')} |"
+            )
+        return redact("\n".join(lines), self._secrets)
