@@ -9,19 +9,11 @@ client's single repair retry, then the caller's documented fallback.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 #: Super→Macro handoff instruction types (the decision prompt lists the same names).
-INSTRUCTION_TYPES: tuple[str, ...] = (
-    "main_idea",
-    "temporal_order",
-    "identity",
-    "action_verification",
-    "spatial_relation",
-    "causal_result",
-)
 InstructionType = Literal[
     "main_idea",
     "temporal_order",
@@ -30,6 +22,7 @@ InstructionType = Literal[
     "spatial_relation",
     "causal_result",
 ]
+INSTRUCTION_TYPES: tuple[str, ...] = get_args(InstructionType)
 
 _CLOCK = re.compile(r"^\s*(?:(\d+):)?(\d{1,2}):(\d{1,2}(?:\.\d+)?)\s*$")
 
