@@ -84,21 +84,22 @@ class RoleOutput(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class OverviewPlan(RoleOutput):
-    thought: Text = ""
-    observation_needed: bool = True
-    observation_instruction: Text = ""
-    candidate_memory_ids: Ids = Field(default_factory=list)
-    time_ranges: list[TimeRange] = Field(default_factory=list)
-    locator_time_hints_used: list[Text] = Field(default_factory=list)
+class _ObservationPlan(RoleOutput):
+    """Keys every planning reply shares."""
 
-
-class LevelPlan(RoleOutput):
     thought: Text = ""
     observation_needed: bool = False
     observation_instruction: Text = ""
     candidate_memory_ids: Ids = Field(default_factory=list)
     time_ranges: list[TimeRange] = Field(default_factory=list)
+
+
+class OverviewPlan(_ObservationPlan):
+    observation_needed: bool = True  # the Super level always looks first
+    locator_time_hints_used: list[Text] = Field(default_factory=list)
+
+
+class LevelPlan(_ObservationPlan):
     update_memory_ids: Ids = Field(default_factory=list)
 
 
