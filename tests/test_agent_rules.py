@@ -8,7 +8,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from videotapestry.agents.rules import (
-    TimedLine,
     assign_lines_to_spans,
     contains_option_steering,
     extract_answer_letter,
@@ -20,6 +19,7 @@ from videotapestry.agents.rules import (
     strip_option_steering,
     validate_decision,
 )
+from videotapestry.asr import TranscriptLine
 from videotapestry.schemas import Decision
 
 OPTIONS = ["A. Red", "B. Blue", "C. Green", "D. White"]
@@ -145,9 +145,9 @@ def test_overlap_linking_and_ranking() -> None:
 
 
 TRANSCRIPT = [
-    TimedLine(10.0, 14.0, "Welcome to the kitchen."),
-    TimedLine(615.0, 620.0, "Set the oven to two hundred and twenty."),
-    TimedLine(1080.0, 1085.0, "I give it a nine!"),
+    TranscriptLine(10.0, 14.0, "Welcome to the kitchen."),
+    TranscriptLine(615.0, 620.0, "Set the oven to two hundred and twenty."),
+    TranscriptLine(1080.0, 1085.0, "I give it a nine!"),
 ]
 
 
@@ -163,7 +163,7 @@ def test_only_verbatim_lines_survive_with_their_true_times() -> None:
 
 def test_lines_are_assigned_by_start_time() -> None:
     spans = {"super_01": (0.0, 420.0), "super_02": (420.0, 900.0), "super_03": (900.0, 1200.0)}
-    assigned = assign_lines_to_spans([*TRANSCRIPT, TimedLine(1250.0, 1251.0, "late")], spans)
+    assigned = assign_lines_to_spans([*TRANSCRIPT, TranscriptLine(1250.0, 1251.0, "late")], spans)
     assert [line.text for line in assigned["super_01"]] == ["Welcome to the kitchen."]
     assert [line.start_s for line in assigned["super_02"]] == [615.0]
     assert [line.start_s for line in assigned["super_03"]] == [1080.0, 1250.0]

@@ -69,6 +69,33 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--role", default="answer", choices=MODEL_ROLES)
     check.add_argument("--json", action="store_true", help="print one JSON object")
     _add_config_options(check)
+
+    importer = commands.add_parser(
+        "import-memdreamer", help="convert a MemDreamer memory directory to the native format"
+    )
+    importer.add_argument("src", help="MemDreamer directory (holding phase2/ and phase3/)")
+    importer.add_argument("dest", help="new or empty directory for the native memory")
+    importer.add_argument(
+        "--fingerprint", help="fingerprint of the video the memory was built from (recorded)"
+    )
+    importer.add_argument(
+        "--embed",
+        action="store_true",
+        help="also compute node embeddings with the configured embedding model",
+    )
+    _add_config_options(importer)
+
+    inspect = commands.add_parser(
+        "inspect", help="show a memory (native or MemDreamer directory) as a tree, JSON or HTML"
+    )
+    inspect.add_argument("path", help="memory directory")
+    inspect.add_argument(
+        "--json", action="store_true", help="print counts and every node's id, kind, label, time"
+    )
+    inspect.add_argument("--html", metavar="FILE", help="also write a browsable HTML page")
+    inspect.add_argument(
+        "--depth", type=int, default=None, help="tree depth (1 SuperEvents, 2 MacroEvents)"
+    )
     return parser
 
 
@@ -85,6 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "check-endpoint":
             return asyncio.run(_check_endpoint(args))
+        if args.command == "import-memdreamer":
+            return _import_memdreamer(args)
+        if args.command == "inspect":
+            return _inspect(args)
     except VideoTapestryError as exc:
         print(f"videotapestry: error: {exc}", file=sys.stderr)
         return 2
@@ -160,6 +191,43 @@ async def _check_endpoint(args: argparse.Namespace) -> int:
     else:
         for key, value in report.items():
             print(f"{key:>17}: {value}")
+    return 0
+
+
+def _import_memdreamer(args: argparse.Namespace) -> int:
+    from videotapestry.memory import ensure_embeddings, import_memdreamer, save_memory
+
+    memory = import_memdreamer(args.src, video_fingerprint=args.fingerprint)
+    if args.embed:
+        from videotapestry.embeddings import SentenceTransformerEmbedder
+
+        memory = ensure_embeddings(memory, SentenceTransformerEmbedder(_config(args).embedding))
+    manifest = save_memory(memory, args.dest)
+    counts = ", ".join(f"{v} {k}" for k, v in manifest.counts.items() if v)
+    embedded = f"; embeddings: {manifest.embedding_model}" if manifest.embedding_model else ""
+    print(f"imported {args.src} -> {args.dest}: {counts}{embedded}")
+    return 0
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from videotapestry.memory import open_memory
+    from videotapestry.memory.inspect import memory_html, memory_summary, memory_tree
+
+    memory = open_memory(args.path)
+    if args.html:
+        target = Path(args.html)
+        try:
+            target.write_text(memory_html(memory), encoding="utf-8")
+        except OSError as exc:
+            raise VideoTapestryError(f"cannot write {target}: {exc.strerror or exc}") from None
+    if args.json:
+        print(json.dumps(memory_summary(memory), ensure_ascii=False, indent=1))
+    else:
+        print(memory_tree(memory, max_depth=args.depth))
+        if args.html:
+            print(f"wrote {args.html}")
     return 0
 
 

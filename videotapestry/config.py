@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from videotapestry.errors import ConfigError
 from videotapestry.resources import configs_dir
@@ -156,6 +156,7 @@ class AgentsConfig(_Strict):
     overview: OverviewSettings = OverviewSettings()
     skim: LevelSettings = LevelSettings()
     focus: LevelSettings = LevelSettings()
+    direct: LevelSettings = LevelSettings()  # the Direct baseline's uniform frames
     level_limits: LevelLimits = LevelLimits()
 
 
@@ -172,6 +173,23 @@ class AsrConfig(_Strict):
     vad_filter: bool = True
     word_timestamps: bool = True
     cpu_threads: int = Field(0, ge=0, description="0 lets CTranslate2 choose")
+    pause_split_s: float = Field(
+        1.0,
+        ge=0.0,
+        description="start a new transcript line where words are further apart than this "
+        "(needs word_timestamps); 0 keeps Whisper's segments as they are",
+    )
+    cache_dir: str | None = Field(
+        None,
+        description="transcript cache directory (one JSON file per video window and model); "
+        "null uses $XDG_CACHE_HOME/videotapestry/transcripts",
+    )
+
+    def resolved_cache_dir(self) -> Path:
+        if self.cache_dir:
+            return Path(self.cache_dir).expanduser()
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        return Path(base) / "videotapestry" / "transcripts"
 
 
 class VideoConfig(_Strict):
@@ -179,6 +197,17 @@ class VideoConfig(_Strict):
         "auto", description="auto uses decord and falls back to OpenCV when it cannot open a file"
     )
     decode_threads: int = Field(0, ge=0, description="0 lets the decoder choose")
+    keyframe_snap: float = Field(
+        0.25,
+        ge=0.0,
+        le=0.5,
+        description="uniform sampling takes a keyframe within this fraction of a sample's "
+        "sub-interval around its centre when there is one (decoding it is far cheaper); "
+        "0 always takes the exact centre frame",
+    )
+    decode_max_side: int | None = Field(
+        None, ge=16, description="downscale decoded frames to this longest side; null keeps size"
+    )
 
 
 class EmbeddingConfig(_Strict):
@@ -200,17 +229,25 @@ class PaceMemConfig(_Strict):
     method: Literal["pace_mem", "top_k", "adaptive_k"] = "pace_mem"
     duplicate_threshold: float = Field(0.9, ge=-1.0, le=1.0)
     pooling: bool = True
-    pooling_temperature: float = Field(0.1, gt=0)
+    pooling_temperature: float = Field(
+        0.2, gt=0, description="softmax temperature over a clip's record scores"
+    )
     mmr: bool = True
     mmr_lambda: float = Field(0.7, ge=0.0, le=1.0)
     depth_selection: bool = True
     k_min: int = Field(2, ge=1)
-    k_max: int = Field(12, ge=1)
+    k_max: int = Field(10, ge=1)
     fixed_k: int = Field(7, ge=1, description="K for top_k and for w/o depth selection")
     length_unit: Literal["records", "tokens"] = "records"
     adaptive_tail_fraction: float = Field(0.0, ge=0.0, lt=1.0)
     adaptive_buffer: int = Field(0, ge=0)
     clip_bin_s: float = Field(30.0, gt=0, description="clip length when the memory has none")
+
+    @model_validator(mode="after")
+    def _depth_bounds_ordered(self) -> PaceMemConfig:
+        if self.k_max < self.k_min:
+            raise ValueError(f"k_max ({self.k_max}) must be at least k_min ({self.k_min})")
+        return self
 
 
 class PromptsConfig(_Strict):
@@ -219,10 +256,25 @@ class PromptsConfig(_Strict):
     )
 
 
+#: The method and its ablations (paper Table 3, SPEC §5); PACE-Mem switches are in ``pace_mem``.
+Variant = Literal[
+    "full",  # VideoTapestry
+    "wo_visual",  # no visual observation at any level
+    "wo_asr",  # no ASR planning or transcript observation
+    "append_only",  # observations kept as a flat evidence log; no node rewrites
+    "single_agent",  # one controller for all levels, same budgets, one shared context
+    "static_memory",  # hierarchical retrieval only: no observation, update or compression
+    "refined_super_only",  # full exploration; the Answer agent sees only the Super scaffold
+    "refined_paths_only",  # full exploration; only the refined Macro/Subgraph paths
+    "direct",  # uniformly sampled frames straight to the model (the Direct baseline)
+]
+
+
 class Config(_Strict):
     """Everything a run needs to know, validated once at start-up."""
 
     profile: str | None = None
+    variant: Variant = "full"
     models: ModelsConfig = ModelsConfig()
     pricing: dict[str, Price] = Field(default_factory=dict)
     cache: CacheConfig = CacheConfig()

@@ -25,6 +25,30 @@ class ResourceError(VideoTapestryError):
     """A file shipped with the package (prompt, config) cannot be found."""
 
 
+class RetrievalError(VideoTapestryError, ValueError):
+    """Evidence for PACE-Mem or a baseline is malformed: NaN or zero embeddings, shapes that
+    do not match, bad time ranges. Messages name the clip or record id involved."""
+
+
+class OptionalDependencyError(VideoTapestryError, ImportError):
+    """A feature needs an optional extra that is not installed; the message names the extra."""
+
+
+class MemoryFormatError(VideoTapestryError):
+    """A stored video memory (native or MemDreamer layout) is missing, malformed or inconsistent.
+
+    Messages name the file and the field (or node id) so a user can fix or rebuild the memory.
+    """
+
+
+class MemoryNodeNotFoundError(VideoTapestryError, LookupError):
+    """A caller asked a loaded memory for a node id it does not hold."""
+
+
+class FingerprintMismatchError(VideoTapestryError):
+    """A memory was built from a different video than the one it is being used with."""
+
+
 class ModelCallError(VideoTapestryError):
     """A call to a model endpoint failed after the configured retries.
 
@@ -89,3 +113,35 @@ class StructuredOutputError(ModelCallError):
         super().__init__(message, role=role, endpoint=endpoint)
         self.raw_text = raw_text
         self.validation_error = validation_error
+
+
+class VideoError(VideoTapestryError):
+    """A video file cannot be used; the message names the file and what is wrong with it."""
+
+    def __init__(self, message: str, *, path: str | None = None):
+        super().__init__(message)
+        self.path = path
+
+
+class VideoNotFoundError(VideoError):
+    """The video path does not exist (or is not a file)."""
+
+
+class VideoUnreadableError(VideoError):
+    """The file exists but is empty, truncated, corrupt, or not a video container."""
+
+
+class NoDecodableFramesError(VideoError):
+    """The container opens, but no frame (or not the requested frame) can be decoded."""
+
+
+class VideoWindowError(VideoError):
+    """A requested time window, timestamp or frame index is invalid or lies outside the video."""
+
+
+class TranscriptionError(VideoTapestryError):
+    """Speech recognition could not run: the model cannot be loaded or the audio decoded."""
+
+
+class SubtitleError(VideoTapestryError):
+    """A subtitle file is missing or cannot be parsed; the message names the file and line."""

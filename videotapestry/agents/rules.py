@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from videotapestry.asr.types import TranscriptLine
 from videotapestry.schemas import INSTRUCTION_TYPES, Decision
 
 Level = Literal["super", "macro", "subgraph"]
@@ -172,15 +173,6 @@ def protected_set(ordered_ids: Sequence[str], evidence_ids: Iterable[str]) -> li
     return [ordered_ids[i] for i in sorted(keep)]
 
 
-@dataclass(frozen=True)
-class TimedLine:
-    """A transcript line in absolute video time, as the program (not the model) knows it."""
-
-    start_s: float
-    end_s: float
-    text: str
-
-
 def _normalize_line(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
@@ -188,17 +180,19 @@ def _normalize_line(text: str) -> str:
 _LINE_PREFIX = re.compile(r"^\s*\[[^\]]*\]\s*")
 
 
-def match_evidence_lines(evidence: str, transcript: Sequence[TimedLine]) -> list[TimedLine]:
+def match_evidence_lines(
+    evidence: str, transcript: Sequence[TranscriptLine]
+) -> list[TranscriptLine]:
     """Transcript lines the model quoted in ``evidence``, with their true timestamps.
 
     A quoted line counts only if its text (timestamp prefix aside) equals a transcript
     line's text; paraphrases and invented lines are dropped, so the memory only ever holds
     words that were actually said, at the time they were said.
     """
-    by_text: dict[str, list[TimedLine]] = {}
+    by_text: dict[str, list[TranscriptLine]] = {}
     for line in transcript:
         by_text.setdefault(_normalize_line(line.text), []).append(line)
-    found: list[TimedLine] = []
+    found: list[TranscriptLine] = []
     for raw in evidence.splitlines():
         text = _normalize_line(_LINE_PREFIX.sub("", raw))
         for line in by_text.get(text, []):
@@ -208,10 +202,10 @@ def match_evidence_lines(evidence: str, transcript: Sequence[TimedLine]) -> list
 
 
 def assign_lines_to_spans(
-    lines: Iterable[TimedLine], spans: Mapping[str, Span]
-) -> dict[str, list[TimedLine]]:
+    lines: Iterable[TranscriptLine], spans: Mapping[str, Span]
+) -> dict[str, list[TranscriptLine]]:
     """Each line goes to the span containing its start (the nearest span if none does)."""
-    assigned: dict[str, list[TimedLine]] = {node_id: [] for node_id in spans}
+    assigned: dict[str, list[TranscriptLine]] = {node_id: [] for node_id in spans}
     if not spans:
         return assigned
     ordered = list(spans.items())
@@ -323,3 +317,68 @@ def extract_answer_letter(
     if named:
         return AnswerChoice(named[-1], "reasoning")
     return AnswerChoice(letters[0], "fallback", (f"no option letter in {answer!r}",))
+
+
+# --------------------------------------------------------------------------- memory text
+
+
+def compress_text(text: str, max_chars: int = 160) -> str:
+    """A stand-in summary when the update tool gave none: the first sentence, bounded."""
+    text = _normalize_line(text)
+    match = re.match(r"(.+?[.!?])(?:\s|$)", text)
+    sentence = match.group(1) if match else text
+    if len(sentence) <= max_chars:
+        return sentence
+    cut = sentence[:max_chars].rsplit(" ", 1)[0]
+    return cut.rstrip(",;:") + "…"
+
+
+def compose_protected_text(
+    original: str,
+    *,
+    visual: str = "",
+    transcript: str = "",
+    evidence: Sequence[str] = (),
+) -> str:
+    """Original text plus the [Visual], [Transcript] and [Evidence] parts that exist.
+
+    The headings are added here, by the program, so the model never has to (and a model that
+    did is not trusted to have kept visual and transcript facts apart).
+    """
+    parts = [original.strip()]
+    if visual.strip():
+        parts.append(f"[Visual] {visual.strip()}")
+    if transcript.strip():
+        parts.append(f"[Transcript] {transcript.strip()}")
+    if evidence:
+        parts.append("[Evidence]\n" + "\n".join(evidence))
+    return "\n".join(parts)
+
+
+_WH_LEAD = re.compile(
+    r"^\s*(?:what|which|who|whom|whose|when|where|why|how(?:\s+many|\s+much)?)\b[^,]*?\b"
+    r"(?:is|are|was|were|does|do|did|has|have|had|can|could|will|would)\b\s*",
+    re.IGNORECASE,
+)
+_PROPER = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)")
+_QUOTED_PHRASE = re.compile(r"[\"“”']([^\"“”']{2,})[\"“”']")
+_NUMBER = re.compile(r"\b\d+(?:[.:]\d+)*(?:\s*(?:°C|°F|%|kg|km|cm|m|s))?")
+
+
+def question_anchors(question: str, *, max_anchors: int = 4) -> list[str]:
+    """Atomic localization targets in a question, for the multi-anchor locator.
+
+    Quoted phrases, capitalized names inside the sentence and numbers are anchors of their
+    own; the rest of the question, without its wh-lead, is one semantic anchor. These are
+    only search keys: whatever they find is a hint for where to look, never evidence.
+    """
+    anchors = [q.strip() for q in _QUOTED_PHRASE.findall(question)]
+    anchors += [m.group(1) for m in _PROPER.finditer(question)]
+    anchors += [m.group(0).strip() for m in _NUMBER.finditer(question)]
+    core = _WH_LEAD.sub("", question).strip(" ?.!")
+    if core:
+        anchors.append(core)
+    seen: dict[str, str] = {}
+    for anchor in anchors:
+        seen.setdefault(anchor.casefold(), anchor)
+    return list(seen.values())[:max_anchors]

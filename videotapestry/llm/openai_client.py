@@ -4,7 +4,8 @@ Built on the ``openai`` SDK, which already does what a hand-written client would
 retries with exponential backoff that honour ``Retry-After``, timeouts, connection pooling,
 and the ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` environment conventions. This class adds
 what the SDK does not: negotiating the JSON output mode with servers that lack
-``json_schema`` (or ``json_object``) support, a role header for proxies and the test server,
+``json_schema`` (or ``json_object``) support, role/prompt/level headers for proxies and the
+test server,
 and translation of SDK exceptions into our typed errors.
 """
 
@@ -32,6 +33,7 @@ from videotapestry.llm.types import Message, ModelRequest, ModelResponse, TokenU
 JSON_MODES = ("json_schema", "json_object", "prompt")
 ROLE_HEADER = "x-videotapestry-role"
 PROMPT_HEADER = "x-videotapestry-prompt"
+LEVEL_HEADER = "x-videotapestry-level"
 
 
 class OpenAICompatibleClient:
@@ -68,6 +70,7 @@ class OpenAICompatibleClient:
             "extra_headers": {
                 ROLE_HEADER: request.role,
                 PROMPT_HEADER: request.prompt_name or "",
+                LEVEL_HEADER: request.level or "",
             },
         }
         if settings.temperature is not None:

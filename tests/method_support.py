@@ -1,0 +1,146 @@
+"""A scripted model for the method tests: plausible JSON for every role, overridable per test.
+
+Replies are computed from the real request (ids are read from the prompt text), so the
+agents' code paths run as they would against a real model, over real HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from videotapestry.testing import FakeReply, RecordedRequest
+
+Reply = dict | FakeReply | str
+Override = Reply | Callable[[RecordedRequest], Reply]
+
+STEERING = "This supports option B."
+
+
+def section(text: str, start: str, end: str | None = None) -> str:
+    tail = text.split(start, 1)[1] if start in text else ""
+    return tail.split(end, 1)[0] if end and end in tail else tail
+
+
+def ids_in(text: str, prefix: str = "macro_") -> list[str]:
+    return list(dict.fromkeys(re.findall(rf"^\s*({prefix}\w+) \[", text, re.M)))
+
+
+class ScriptedModel:
+    """``server.on(None, ScriptedModel(...))``: defaults per prompt, overrides by prompt name."""
+
+    def __init__(self, **overrides: Override) -> None:
+        self.overrides = overrides
+        self.super_choice = ["super_02"]
+        self.macro_choice = ["macro_0002"]
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        name = request.prompt or ""
+        override = self.overrides.get(name)
+        if override is not None:
+            return override(request) if callable(override) else override
+        return getattr(self, f"_{name}")(request)
+
+    def _overview_planning(self, request: RecordedRequest) -> dict:
+        return {
+            "thought": "The oven scene is in the roasting stage.",
+            "observation_needed": True,
+            "observation_instruction": "Read the oven display.",
+            "candidate_memory_ids": self.super_choice,
+            "time_ranges": [[600, 640]],
+            "locator_time_hints_used": [],
+        }
+
+    def _asr_planning(self, request: RecordedRequest) -> dict:
+        return {
+            "thought": "Speech near the oven.",
+            "observation_instruction": "What temperature is mentioned?",
+            "time_ranges": [[600, 700]],
+            "candidate_memory_ids": [],
+        }
+
+    def _visual_observation(self, request: RecordedRequest) -> dict:
+        return {
+            "observation_result": f"The oven display shows 220°C at 10:15. {STEERING}",
+            "uncertainty": "",
+            "relevance_to_question": "It shows the temperature.",
+        }
+
+    def _asr_observation(self, request: RecordedRequest) -> dict:
+        transcript = section(request.text, "asr:")
+        quoted = [line for line in transcript.splitlines() if "oven" in line.lower()]
+        return {
+            "observation_result": "The speaker sets the oven temperature.",
+            "asr_evidence": "\n".join(quoted),
+        }
+
+    def _super_update(self, request: RecordedRequest) -> dict:
+        requests = json.loads(section(request.text, "update_requests:"))
+        updates = {}
+        for item in requests:
+            refs = item["source_refs"]
+            updates[item["memory_id"]] = {
+                "is_relevant": bool(refs),
+                "visual_observation": f"Display reads 220°C. {STEERING}" if "V1" in refs else "",
+                "asr_observation": "The chef mentions the oven." if "A1" in refs else "",
+                "irrelevant_summary": "" if refs else f"Summary of {item['memory_id']}.",
+            }
+        return {"updated_memories": updates}
+
+    def _level_planning(self, request: RecordedRequest) -> dict:
+        ids = ids_in(section(request.text, "-level memories:", "Trajectory"))
+        return {
+            "thought": "Check the oven.",
+            "observation_needed": True,
+            "observation_instruction": "Look at the oven display.",
+            "candidate_memory_ids": ids[:1],
+            "time_ranges": [[610, 640]],
+            "update_memory_ids": ids,
+        }
+
+    def _level_update(self, request: RecordedRequest) -> dict:
+        ids = ids_in(section(request.text, "Memories to rewrite:", "Observations at this level:"))
+        return {
+            "updated_memories": {
+                i: {"updated_text": f"Refined {i}: the display shows 220°C. {STEERING}"}
+                for i in ids
+            }
+        }
+
+    def _decision(self, request: RecordedRequest) -> dict:
+        level = request.headers.get("x-videotapestry-level")
+        chosen = self.super_choice if level == "super" else self.macro_choice
+        return {
+            "selected_child_memory_ids": chosen,
+            "stop_descending": False,
+            "next_instruct": "Find the oven setting."
+            if level == "super"
+            else "Found: oven; still need to verify: temperature",
+            "reason": "The oven is here.",
+            "template_type": "identity" if level == "super" else None,
+        }
+
+    def _final_answer(self, request: RecordedRequest) -> dict:
+        return {"reasoning": "The display shows 220°C.", "answer": "B"}
+
+    def _direct_answer(self, request: RecordedRequest) -> dict:
+        return {"reasoning": "Frames show an oven.", "answer": "B"}
+
+
+def calls_by(requests: list[RecordedRequest], *, level: str | None = None) -> list[str]:
+    return [
+        r.prompt or ""
+        for r in requests
+        if level is None or r.headers.get("x-videotapestry-level") == level
+    ]
+
+
+def answer_request(requests: list[RecordedRequest]) -> RecordedRequest:
+    [request] = [r for r in requests if r.prompt == "final_answer"]
+    return request
+
+
+def as_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,359 @@
+"""MemDreamer import/export: the shared sample, every layout variant, round trips, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from videotapestry.errors import MemoryFormatError
+from videotapestry.memory import (
+    EntityNode,
+    EventNode,
+    OCRTextNode,
+    VideoMemory,
+    export_memdreamer,
+    import_memdreamer,
+)
+
+SAMPLE = Path(__file__).parent / "fixtures" / "memdreamer_sample"
+GRAPH = Path("phase3") / "hierarchical_graph_final.json"
+UNIFICATION = Path("phase3") / "intermediate" / "step2p5_entity_unification.json"
+
+
+def sample_copy(tmp_path: Path, name: str = "sample") -> Path:
+    target = tmp_path / name
+    shutil.copytree(SAMPLE, target)
+    for path in target.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return target
+
+
+def edit_json(path: Path, change: Callable[[Any], object]) -> None:
+    """Apply an in-place ``change`` to a JSON file (its return value is ignored)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def subgraph_file(root: Path, slot: int) -> Path:
+    return root / "phase2" / f"episode_{slot:03d}" / "step5_subgraph.json"
+
+
+@pytest.fixture(scope="module")
+def sample() -> VideoMemory:
+    return import_memdreamer(SAMPLE)
+
+
+# --------------------------------------------------------------------------- the shared sample
+
+
+def test_sample_counts_per_kind(sample: VideoMemory) -> None:
+    assert sample.counts() == {
+        "RootEvent": 1,
+        "SuperEvent": 3,
+        "MacroEvent": 6,
+        "Entity": 11,
+        "Event": 8,
+        "OCRText": 4,
+        "relations": 2 + 5 + 12,
+        "clips": 0,
+    }
+    assert [s.id for s in sample.super_events()] == ["super_01", "super_02", "super_03"]
+    assert [m.id for m in sample.macro_events("super_02")] == ["macro_0002", "macro_0003"]
+    assert sample.manifest is not None and sample.manifest.source == "memdreamer"
+
+
+def test_sample_times_are_absolute(sample: VideoMemory) -> None:
+    oven_display = sample.node("slot2_o1")
+    assert isinstance(oven_display, OCRTextNode) and oven_display.text == "220°C"
+    assert (oven_display.time_range.start, oven_display.time_range.end) == (615.0, 635.0)
+    assert sample.macro_id_of("slot2_o1") == "macro_0002"
+    assert sample.super_id_of("slot2_o1") == "super_02"
+    # An Entity's time is its grounding moment (slot start + primary_time_sec) plus a short span.
+    oven = sample.node("slot2_e5")
+    assert isinstance(oven, EntityNode) and oven.grounding_time == 620.0
+    assert (oven.time_range.start, oven.time_range.end) == (620.0, 625.0)
+    chopping = sample.node("slot1_v2")
+    assert (chopping.time_range.start, chopping.time_range.end) == (310.0, 410.0)
+    root = sample.root
+    assert (root.time_range.start, root.time_range.end) == (0.0, 1200.0)  # given as {start,end}
+
+
+def test_sample_ids_slots_relations_and_unification(sample: VideoMemory) -> None:
+    assert sample.node("macro_0003").slot == 3
+    setting = sample.node("slot2_v2")
+    assert isinstance(setting, EventNode)
+    assert setting.subject_ids == ("slot2_e1",) and setting.object_ids == ("slot2_e5",)
+    subgraph = sample.subgraph("macro_0002")
+    assert {(r.source, r.label, r.target, r.type) for r in subgraph.relations} == {
+        ("slot2_e1", "PERFORMS", "slot2_v1", "SEMANTIC"),
+        ("slot2_e1", "PERFORMS", "slot2_v2", "SEMANTIC"),
+        ("slot2_v2", "ACTS_ON", "slot2_e5", "ATTRIBUTIVE"),
+    }
+    progression = sample.relations(["super_01", "super_02"])
+    assert [(r.type, r.label, r.reason) for r in progression] == [
+        ("PROGRESSION", "LEADS_TO", "follows in time")
+    ]
+    assert sample.variants_of("maria") == ("Chef Maria", "Maria")
+
+
+# --------------------------------------------------------------------------- layout variants
+
+
+def test_variant_non_final_graph_file(tmp_path: Path, sample: VideoMemory) -> None:
+    root = sample_copy(tmp_path)
+    (root / GRAPH).rename(root / "phase3" / "hierarchical_graph.json")
+    assert import_memdreamer(root) == sample
+
+
+def test_variant_final_graph_file_wins_over_non_final(tmp_path: Path) -> None:
+    root = sample_copy(tmp_path)
+    stale = json.loads((root / GRAPH).read_text())
+    stale["root_event"]["title"] = "an older draft"
+    (root / "phase3" / "hierarchical_graph.json").write_text(json.dumps(stale))
+    assert import_memdreamer(root).root.title == "Weeknight roast chicken with Chef Maria"
+
+
+def test_variant_nested_episode_folders(tmp_path: Path, sample: VideoMemory) -> None:
+    root = sample_copy(tmp_path)
+    for slot in (0, 3, 5):
+        episode = root / "phase2" / f"episode_{slot:03d}"
+        (episode / episode.name).mkdir()
+        (episode / "step5_subgraph.json").rename(episode / episode.name / "step5_subgraph.json")
+    assert import_memdreamer(root) == sample
+
+
+def test_variant_dict_and_list_time_ranges(tmp_path: Path, sample: VideoMemory) -> None:
+    root = sample_copy(tmp_path)
+
+    def swap_forms(graph: dict[str, Any]) -> None:
+        graph["root_event"]["time_range"] = [0, 1200]
+        for item in graph["super_events"] + graph["macro_events"]:
+            start, end = item["time_range"]
+            item["time_range"] = {"start": start, "end": end}
+
+    edit_json(root / GRAPH, swap_forms)
+
+    def dict_event_times(subgraph: dict[str, Any]) -> None:
+        for node in subgraph["nodes"]:
+            if "time_range" in node:
+                start, end = node["time_range"]
+                node["time_range"] = {"start": start, "end": end}
+
+    edit_json(subgraph_file(root, 2), dict_event_times)
+    assert import_memdreamer(root) == sample
+
+
+def test_variant_local_subgraph_times_follow_start_sec(tmp_path: Path) -> None:
+    root = sample_copy(tmp_path)
+    edit_json(subgraph_file(root, 2), lambda s: s.update(start_sec=400.0))
+    shifted = import_memdreamer(root)
+    display = shifted.node("slot2_o1")
+    assert (display.time_range.start, display.time_range.end) == (595.0, 615.0)
+    # Without start_sec the MacroEvent's own start is the offset.
+    edit_json(subgraph_file(root, 2), lambda s: s.pop("start_sec"))
+    assert import_memdreamer(root).node("slot2_o1").time_range.start == 615.0
+
+
+def test_variant_null_entity_names(tmp_path: Path) -> None:
+    root = sample_copy(tmp_path)
+
+    def drop_name(subgraph: dict[str, Any]) -> None:
+        subgraph["nodes"][1]["name"] = None  # the oven
+
+    edit_json(subgraph_file(root, 2), drop_name)
+    memory = import_memdreamer(root)
+    oven = memory.node("slot2_e5")
+    assert isinstance(oven, EntityNode)
+    assert oven.name == "appliance: wall oven with a digital display" and oven.name_inferred
+    exported = export_memdreamer(memory, tmp_path / "out")
+    written = json.loads(subgraph_file(exported, 2).read_text())
+    assert next(n for n in written["nodes"] if n["node_id"] == "e5")["name"] is None
+    assert import_memdreamer(exported) == memory
+
+
+def test_variant_pre_prefixed_edge_and_node_ids(tmp_path: Path, sample: VideoMemory) -> None:
+    root = sample_copy(tmp_path)
+
+    def prefix_edges(subgraph: dict[str, Any]) -> None:
+        for edge in subgraph["edges"]:
+            edge["source_id"] = "slot1_" + edge["source_id"]
+        subgraph["nodes"][0]["node_id"] = "slot1_e1"
+
+    edit_json(subgraph_file(root, 1), prefix_edges)
+    memory = import_memdreamer(root)
+    assert memory == sample
+    assert "slot1_slot1_e1" not in memory
+
+
+def test_variant_missing_unification_file(tmp_path: Path) -> None:
+    root = sample_copy(tmp_path)
+    (root / UNIFICATION).unlink()
+    memory = import_memdreamer(root)
+    assert memory.unification == ()
+    assert memory.variants_of("Maria") == ("Maria",)
+    assert memory.counts()["Entity"] == 11
+
+
+def test_variant_missing_root_is_made_from_super_events(tmp_path: Path) -> None:
+    root = sample_copy(tmp_path)
+    edit_json(root / GRAPH, lambda g: (g.pop("root_event"), g.pop("root_relations")))
+    memory = import_memdreamer(root)
+    assert memory.root.id == "root"
+    assert (memory.root.time_range.start, memory.root.time_range.end) == (0.0, 1200.0)
+    assert [s.parent_id for s in memory.super_events()] == ["root"] * 3
+
+
+def test_variant_parent_only_from_subevent_relations(tmp_path: Path, sample: VideoMemory) -> None:
+    root = sample_copy(tmp_path)
+
+    def drop_child_lists(graph: dict[str, Any]) -> None:
+        for item in graph["super_events"]:
+            item["sub_macro_ids"] = []
+
+    edit_json(root / GRAPH, drop_child_lists)
+    assert import_memdreamer(root) == sample
+
+
+# --------------------------------------------------------------------------- round trips
+
+
+def test_export_writes_memdreamer_layout_with_local_times(
+    tmp_path: Path, sample: VideoMemory
+) -> None:
+    out = export_memdreamer(sample, tmp_path / "out")
+    assert (out / GRAPH).is_file() and (out / UNIFICATION).is_file()
+    episode = json.loads(subgraph_file(out, 2).read_text())
+    assert episode["slot_id"] == 2 and episode["start_sec"] == 420.0
+    display = next(n for n in episode["nodes"] if n["node_id"] == "o1")
+    assert display["time_range"] == [195.0, 215.0]
+    oven = next(n for n in episode["nodes"] if n["node_id"] == "e5")
+    assert oven["visual_grounding"]["primary_time_sec"] == 200.0
+    graph = json.loads((out / GRAPH).read_text())
+    assert graph["macro_events"][2]["anchors"] == {"slot_ids": [2]}
+
+
+def test_import_export_import_is_lossless(tmp_path: Path, sample: VideoMemory) -> None:
+    again = import_memdreamer(export_memdreamer(sample, tmp_path / "once"))
+    assert again == sample
+    twice = import_memdreamer(export_memdreamer(again, tmp_path / "twice"))
+    assert twice == sample
+    # Equality covers every modelled field; spot-check ones easy to drop on the way.
+    assert twice.node("slot0_e1").distinctive_features == "woman in a white apron"
+    assert twice.relations(["super_01", "super_02"])[0].reason == "follows in time"
+    assert twice.root.emotional_tone == "warm"
+
+
+def test_round_trip_keeps_attributes_and_odd_times(tmp_path: Path) -> None:
+    root = sample_copy(tmp_path)
+
+    def enrich(subgraph: dict[str, Any]) -> None:
+        subgraph["start_sec"] = 180.125
+        subgraph["nodes"][2]["attributes"] = {"colour": "orange", "count": 3, "tags": ["raw"]}
+        subgraph["nodes"][3]["time_range"] = [30.333, 120.5]
+        del subgraph["nodes"][2]["visual_grounding"]
+
+    edit_json(subgraph_file(root, 1), enrich)
+    memory = import_memdreamer(root)
+    carrot = memory.node("slot1_e4")
+    assert isinstance(carrot, EntityNode) and carrot.grounding_time is None
+    assert carrot.time_range == memory.node("macro_0001").time_range
+    assert memory.node("slot1_v1").time_range.start == pytest.approx(210.458)
+    assert import_memdreamer(export_memdreamer(memory, tmp_path / "out")) == memory
+
+
+def test_export_refuses_a_non_empty_directory(tmp_path: Path, sample: VideoMemory) -> None:
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("keep me")
+    with pytest.raises(MemoryFormatError, match="new or empty directory"):
+        export_memdreamer(sample, tmp_path / "busy")
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_corrupt_graph_json_names_file_and_position(tmp_path: Path) -> None:
+    root = sample_copy(tmp_path)
+    (root / GRAPH).write_text('{"root_event": {"node_id": "root_001",', encoding="utf-8")
+    with pytest.raises(
+        MemoryFormatError, match=r"hierarchical_graph_final\.json is not valid JSON \(line 1"
+    ):
+        import_memdreamer(root)
+
+
+def test_corrupt_subgraph_json_names_file(tmp_path: Path) -> None:
+    root = sample_copy(tmp_path)
+    subgraph_file(root, 4).write_text("{nodes: []}", encoding="utf-8")
+    with pytest.raises(
+        MemoryFormatError, match=r"episode_004/step5_subgraph\.json is not valid JSON"
+    ):
+        import_memdreamer(root)
+
+
+def test_missing_phase2_folder(tmp_path: Path) -> None:
+    root = sample_copy(tmp_path)
+    shutil.rmtree(root / "phase2")
+    with pytest.raises(MemoryFormatError, match="the phase2 folder is missing"):
+        import_memdreamer(root)
+
+
+def test_missing_graph_file(tmp_path: Path) -> None:
+    root = sample_copy(tmp_path)
+    (root / GRAPH).unlink()
+    with pytest.raises(MemoryFormatError, match="not a MemDreamer memory"):
+        import_memdreamer(root)
+
+
+def test_dangling_child_id_names_field_and_id(tmp_path: Path) -> None:
+    root = sample_copy(tmp_path)
+    edit_json(root / GRAPH, lambda g: g["super_events"][1]["sub_macro_ids"].append("macro_0099"))
+    with pytest.raises(MemoryFormatError) as caught:
+        import_memdreamer(root)
+    message = str(caught.value)
+    assert "hierarchical_graph_final.json" in message
+    assert "super_events[1].sub_macro_ids[2]" in message and "'macro_0099'" in message
+
+
+def test_macro_event_without_super_event(tmp_path: Path) -> None:
+    root = sample_copy(tmp_path)
+
+    def orphan(graph: dict[str, Any]) -> None:
+        graph["super_events"][2]["sub_macro_ids"] = ["macro_0004"]
+        graph["subevent_relations"] = [
+            r for r in graph["subevent_relations"] if r["source_id"] != "macro_0005"
+        ]
+
+    edit_json(root / GRAPH, orphan)
+    with pytest.raises(MemoryFormatError, match="'macro_0005' belongs to no SuperEvent"):
+        import_memdreamer(root)
+
+
+def test_bad_time_range_and_relation_type_name_the_field(tmp_path: Path) -> None:
+    root = sample_copy(tmp_path)
+    edit_json(root / GRAPH, lambda g: g["macro_events"][1].update(time_range=[420, 180]))
+    with pytest.raises(MemoryFormatError, match=r"macro_events\[1\]\.time_range ends before"):
+        import_memdreamer(root)
+    root = sample_copy(tmp_path, "second")
+    edit_json(subgraph_file(root, 0), lambda s: s["edges"][0].update(relation_type="FRIENDLY"))
+    with pytest.raises(MemoryFormatError, match=r"edges\[0\]\.relation_type is 'FRIENDLY'"):
+        import_memdreamer(root)
+
+
+def test_edge_to_unknown_node_is_skipped_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = sample_copy(tmp_path)
+    edit_json(
+        subgraph_file(root, 4),
+        lambda s: s["edges"].append(
+            {"source_id": "e1", "target_id": "v9", "relation_type": "CAUSAL"}
+        ),
+    )
+    memory = import_memdreamer(root)
+    assert memory.counts()["relations"] == 19
+    assert "slot4_v9" in caplog.text

@@ -1,0 +1,282 @@
+"""Frames carry their true timestamps, with decord and with OpenCV; bad files fail clearly.
+
+Every generated frame has its index burned into its pixels (videotapestry.testing.media), so
+each test reads the index back from the decoded image and compares it with the index and
+timestamp the reader claims.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+from scipy.io import wavfile
+
+from videotapestry.config import VideoConfig
+from videotapestry.errors import (
+    NoDecodableFramesError,
+    VideoError,
+    VideoNotFoundError,
+    VideoUnreadableError,
+    VideoWindowError,
+)
+from videotapestry.testing.media import (
+    TestVideo,
+    make_h264_video,
+    make_test_video,
+    read_frame_index,
+)
+from videotapestry.video import (
+    DecordReader,
+    OpenCVReader,
+    fingerprint,
+    open_video,
+    probe,
+    sample_uniform,
+    sample_windows,
+)
+from videotapestry.video.windows import TimeWindow
+
+BACKENDS = ("decord", "opencv")
+
+
+@pytest.fixture(scope="module")
+def media(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TestVideo]:
+    folder = tmp_path_factory.mktemp("media")
+    return {
+        # OpenCV's MPEG-4 Part 2 writer: 25 fps, short GOPs.
+        "mp4v": make_test_video(folder / "mp4v.mp4", 40.0, fps=25.0, size=(320, 180)),
+        # H.264 with B-frames at NTSC 29.97 fps: timestamps are not round numbers.
+        "h264": make_h264_video(
+            folder / "h264.mp4",
+            30.0,
+            fps=30000 / 1001,
+            size=(320, 180),
+            gop_frames=60,
+            texture=False,
+        ),
+    }
+
+
+def assert_true_frames(frames, fps: float) -> None:
+    for frame in frames:
+        assert read_frame_index(frame.image) == frame.index, frame
+        assert frame.timestamp_s == pytest.approx(frame.index / fps, abs=1e-9)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", ["mp4v", "h264"])
+def test_every_frame_is_the_one_its_timestamp_claims(media, kind: str, backend: str) -> None:
+    video = media[kind]
+    with open_video(video.path, VideoConfig(backend=backend)) as reader:
+        assert type(reader) is {"decord": DecordReader, "opencv": OpenCVReader}[backend]
+        assert reader.info.frame_count == video.frame_count
+        assert reader.info.fps == pytest.approx(video.fps)
+        for snap in (0.0, 0.25):
+            frames = sample_uniform(reader, 0, video.duration_s, 120, keyframe_snap=snap)
+            assert len(frames) == 120
+            assert [f.index for f in frames] == sorted({f.index for f in frames})
+            assert_true_frames(frames, video.fps)
+        # Arbitrary times, out of order, with a repeat and both ends of the video.
+        rng = np.random.default_rng(7)
+        times = [*rng.uniform(0, video.duration_s, 25), 0.0, video.duration_s, 3.3, 3.3]
+        frames = reader.frames_at(times)
+        assert [f.index for f in frames] == [
+            min(math.floor(t * video.fps + 1e-6), video.frame_count - 1) for t in times
+        ]
+        assert_true_frames(frames, video.fps)
+        for t, frame in zip(times, frames, strict=True):  # never later, < 1 frame earlier
+            assert t - 1 / video.fps - 1e-9 <= frame.timestamp_s <= t + 1e-9
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_uniform_samples_sit_at_the_centres_of_equal_slots(media, backend: str) -> None:
+    video = media["mp4v"]
+    with open_video(video.path, VideoConfig(backend=backend, keyframe_snap=0)) as reader:
+        frames = sample_uniform(reader, 7.3, 19.1, 50)
+    width = (19.1 - 7.3) / 50
+    expected = [math.floor((7.3 + (k + 0.5) * width) * video.fps) for k in range(50)]
+    assert [f.index for f in frames] == expected
+    assert_true_frames(frames, video.fps)
+
+
+def test_keyframe_snapping_keeps_each_sample_inside_its_slot(media) -> None:
+    video = media["h264"]
+    with open_video(video.path, VideoConfig(backend="decord", keyframe_snap=0.25)) as reader:
+        keyframes = set(reader.keyframe_indices().tolist())
+        assert keyframes == set(range(0, video.frame_count, 60))
+        frames = sample_uniform(reader, 0, video.duration_s, 10)
+    width = video.duration_s / 10
+    for k, frame in enumerate(frames):
+        center = (k + 0.5) * width
+        assert abs(frame.timestamp_s - center) <= 0.25 * width + 1 / video.fps
+    snapped = [f.index for f in frames if f.index in keyframes]
+    assert len(snapped) >= 5  # a keyframe every ~2 s, slots of 3 s: most samples snap
+    assert_true_frames(frames, video.fps)
+
+
+def test_frames_from_several_windows_come_in_time_order_without_repeats(media) -> None:
+    video = media["mp4v"]
+    windows = [TimeWindow(30, 34), TimeWindow(2, 10), TimeWindow(8, 12)]
+    with open_video(video.path, VideoConfig(keyframe_snap=0)) as reader:
+        frames = sample_windows(reader, windows, 20)
+    indices = [f.index for f in frames]
+    assert indices == sorted(set(indices)) and 18 <= len(indices) <= 20
+    assert all(any(w.start_s <= f.timestamp_s <= w.end_s for w in windows) for f in frames)
+    assert_true_frames(frames, video.fps)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_decode_max_side_downscales_and_keeps_the_frame(media, backend: str) -> None:
+    video = media["mp4v"]
+    config = VideoConfig(backend=backend, decode_max_side=160)
+    with open_video(video.path, config) as reader:
+        frames = reader.frames_at([1.0, 20.0])
+    assert all(f.image.shape == (90, 160, 3) for f in frames)
+    assert [read_frame_index(f.image) for f in frames] == [25, 500]
+
+
+def test_probe_and_fingerprint(media, tmp_path: Path) -> None:
+    video = media["mp4v"]
+    info = probe(video.path)
+    assert (info.width, info.height, info.frame_count) == (320, 180, 1000)
+    assert info.duration_s == pytest.approx(40.0)
+    assert info.fps == pytest.approx(25.0)
+    assert info.has_audio is False
+    assert info.fingerprint == fingerprint(video.path)
+    copy = tmp_path / "copy.mp4"
+    data = bytearray(video.path.read_bytes())
+    copy.write_bytes(data)
+    assert fingerprint(copy) == info.fingerprint  # content, not name
+    data[len(data) // 2] ^= 0xFF
+    copy.write_bytes(data)
+    assert fingerprint(copy) != info.fingerprint
+
+
+def test_probe_sees_an_audio_track(tmp_path: Path) -> None:
+    silence = np.zeros(16000 * 2, dtype=np.float32)
+    video = make_test_video(tmp_path / "av.mp4", 2.0, fps=10, audio=silence)
+    assert probe(video.path).has_audio is True
+    with open_video(video.path) as reader:  # the audio track does not disturb the frames
+        assert_true_frames(reader.frames_at([0.0, 1.05, 1.95]), 10.0)
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def faststart_copy(source: Path, target: Path) -> Path:
+    """The same video with its index (moov) first, as web videos are: truncation keeps it."""
+    with (
+        av.open(str(source)) as src,
+        av.open(str(target), "w", options={"movflags": "faststart"}) as out,
+    ):
+        stream_in = src.streams.video[0]
+        stream_out = out.add_stream_from_template(stream_in)
+        for packet in src.demux(stream_in):
+            if packet.dts is not None:
+                packet.stream = stream_out
+                out.mux(packet)
+    return target
+
+
+@pytest.fixture(scope="module")
+def bad_files(media, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("bad")
+    good = media["mp4v"].path.read_bytes()
+    files = {
+        "empty": b"",
+        "truncated": good[: len(good) // 2],  # OpenCV writes its index last: now missing
+        "text": b"this is not a video\n" * 50,
+        "random": np.random.default_rng(0).integers(0, 256, 50_000, dtype=np.uint8).tobytes(),
+    }
+    paths = {}
+    for name, data in files.items():
+        paths[name] = folder / f"{name}.mp4"
+        paths[name].write_bytes(data)
+    paths["audio_only"] = folder / "audio_only.wav"
+    wavfile.write(paths["audio_only"], 16000, np.zeros(16000, dtype=np.int16))
+    # A valid container whose picture data is wiped: it opens, nothing decodes.
+    wiped = bytearray(good)
+    start, end = wiped.find(b"mdat") + 4, wiped.find(b"moov") - 4
+    wiped[start:end] = bytes(end - start)
+    paths["wiped"] = folder / "wiped.mp4"
+    paths["wiped"].write_bytes(bytes(wiped))
+    return paths
+
+
+@pytest.mark.parametrize("backend", ["auto", *BACKENDS])
+@pytest.mark.parametrize(
+    ("name", "error", "words"),
+    [
+        ("missing", VideoNotFoundError, "does not exist"),
+        ("directory", VideoNotFoundError, "not a file"),
+        ("empty", VideoUnreadableError, "empty"),
+        ("truncated", VideoUnreadableError, "cannot be opened"),
+        ("text", VideoUnreadableError, "cannot be opened"),
+        ("random", VideoUnreadableError, "cannot be opened"),
+        ("audio_only", VideoUnreadableError, "no video stream"),
+        ("wiped", NoDecodableFramesError, "no decodable frames"),
+    ],
+)
+def test_bad_files_raise_typed_errors_naming_the_path(
+    bad_files, tmp_path: Path, backend: str, name: str, error: type, words: str
+) -> None:
+    path = {"missing": tmp_path / "nope.mp4", "directory": tmp_path}.get(name) or bad_files[name]
+    with pytest.raises(error) as caught:
+        open_video(path, VideoConfig(backend=backend))
+    assert str(path) in str(caught.value)
+    assert words in str(caught.value)
+    assert caught.value.path == str(path)
+
+
+def test_missing_file_fails_in_probe_and_fingerprint_too(tmp_path: Path) -> None:
+    for call in (probe, fingerprint):
+        with pytest.raises(VideoNotFoundError, match=r"nope\.mp4"):
+            call(tmp_path / "nope.mp4")
+
+
+def test_truncated_web_video_falls_back_to_opencv_and_never_returns_a_wrong_frame(
+    media, tmp_path: Path
+) -> None:
+    full = faststart_copy(media["h264"].path, tmp_path / "fast.mp4")
+    cut = tmp_path / "cut.mp4"
+    cut.write_bytes(full.read_bytes()[: full.stat().st_size // 2])
+    with open_video(cut) as reader:  # decord cannot index it; OpenCV can
+        assert isinstance(reader, OpenCVReader)
+        early = reader.frames_at([1.0, 5.0])
+        assert_true_frames(early, media["h264"].fps)
+        with pytest.raises(NoDecodableFramesError, match=r"cut\.mp4"):
+            reader.frames_at([media["h264"].duration_s - 1.0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_windows_and_timestamps_outside_the_video_are_errors(media, backend: str) -> None:
+    video = media["mp4v"]
+    with open_video(video.path, VideoConfig(backend=backend)) as reader:
+        for start, end in ((41.0, 50.0), (-10.0, -1.0), (20.0, 10.0), (math.nan, 5.0)):
+            with pytest.raises(VideoWindowError, match=r"mp4v\.mp4"):
+                sample_uniform(reader, start, end, 5)
+        for t in (-1.0, 40.5, math.inf):
+            with pytest.raises(VideoWindowError, match="outside"):
+                reader.frames_at([t])
+        with pytest.raises(VideoWindowError, match="frame 1000"):
+            reader.frames_at_indices([1000])
+        # Partly outside: clipped to the video.
+        frames = sample_uniform(reader, 30.0, 100.0, 4, keyframe_snap=0)
+        assert [f.index for f in frames] == [781, 843, 906, 968]  # centres of [30, 40]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_closed_reader_says_so(media, backend: str) -> None:
+    reader = open_video(media["mp4v"].path, VideoConfig(backend=backend))
+    reader.close()
+    with pytest.raises(VideoError, match="closed"):
+        reader.frames_at([1.0])
+
+
+def test_every_video_error_is_a_video_error() -> None:
+    for error in (VideoNotFoundError, VideoUnreadableError, NoDecodableFramesError):
+        assert issubclass(error, VideoError)

@@ -1,0 +1,113 @@
+"""Where uniform samples fall (pure planning), with and without keyframe snapping."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from videotapestry.video.sampling import allocate_frames, plan_uniform_indices, sample_centers
+from videotapestry.video.windows import TimeWindow
+
+
+def test_centres_of_equal_slots() -> None:
+    assert sample_centers(10.0, 20.0, 4) == [11.25, 13.75, 16.25, 18.75]
+    assert sample_centers(0.0, 1.0, 0) == []
+
+
+def test_snapping_prefers_a_nearby_keyframe_and_keeps_exact_centres_otherwise() -> None:
+    # 25 fps, 100 s, keyframes every 10 s; ten 10 s slots with centres at 5, 15, ... s.
+    keyframes = np.arange(0, 2500, 250)
+    exact = plan_uniform_indices(0, 100, 10, fps=25, frame_count=2500)
+    assert exact == [125 + 250 * k for k in range(10)]
+    # Centres sit 5 s from the nearest keyframe: a 0.25 band (2.5 s) reaches none ...
+    assert (
+        plan_uniform_indices(
+            0, 100, 10, fps=25, frame_count=2500, keyframes=keyframes, keyframe_snap=0.25
+        )
+        == exact
+    )
+    # ... a 0.5 band (5 s) reaches them, and ties go to the earlier keyframe.
+    assert plan_uniform_indices(
+        0, 100, 10, fps=25, frame_count=2500, keyframes=keyframes, keyframe_snap=0.5
+    ) == [250 * k for k in range(10)]
+    shifted = keyframes + 100  # keyframes at 4 s, 14 s, ...: one second from each centre
+    assert (
+        plan_uniform_indices(
+            0, 100, 10, fps=25, frame_count=2500, keyframes=shifted, keyframe_snap=0.25
+        )
+        == shifted.tolist()
+    )
+
+
+def test_a_window_with_fewer_frames_than_samples_gives_each_frame_once() -> None:
+    assert plan_uniform_indices(2.0, 2.2, 30, fps=25, frame_count=100) == [50, 51, 52, 53, 54]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    fps=st.sampled_from([1.0, 5.0, 24.0, 25.0, 30000 / 1001, 60.0]),
+    frame_count=st.integers(min_value=1, max_value=200_000),
+    start_fraction=st.floats(min_value=0, max_value=1),
+    length_fraction=st.floats(min_value=0, max_value=1),
+    count=st.integers(min_value=1, max_value=150),
+    gop=st.integers(min_value=1, max_value=600),
+    snap=st.floats(min_value=0, max_value=0.45),
+)
+def test_plan_properties(fps, frame_count, start_fraction, length_fraction, count, gop, snap):
+    duration = frame_count / fps
+    start = start_fraction * duration
+    end = start + length_fraction * (duration - start)
+    keyframes = np.arange(0, frame_count, gop)
+    indices = plan_uniform_indices(
+        start,
+        end,
+        count,
+        fps=fps,
+        frame_count=frame_count,
+        keyframes=keyframes,
+        keyframe_snap=snap,
+    )
+    assert indices == sorted(set(indices))
+    assert 1 <= len(indices) <= count
+    assert all(0 <= i < frame_count for i in indices)
+    width = (end - start) / count
+    for index in indices:  # inside the window (the frame on screen at its start counts)
+        assert start - 1 / fps - 1e-9 <= index / fps <= end + 1e-9
+    if width * fps >= 2.5:  # every slot holds its own frames: exactly one sample per slot
+        assert len(indices) == count
+        for k, index in enumerate(indices):
+            center = start + (k + 0.5) * width
+            on_keyframe = index % gop == 0 and abs(index / fps - center) <= snap * width + 1e-9
+            assert on_keyframe or index == math.floor(center * fps + 1e-6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.floats(min_value=0, max_value=5000), min_size=1, max_size=8),
+    st.integers(min_value=0, max_value=120),
+)
+def test_allocation_properties(durations, count) -> None:
+    windows = [TimeWindow(0.0, d) for d in durations]
+    counts = allocate_frames(windows, count)
+    assert len(counts) == len(windows)
+    assert sum(counts) == count
+    assert all(c >= 0 for c in counts)
+    if count >= len(windows):
+        assert all(c >= 1 for c in counts)
+
+
+def test_allocation_follows_durations() -> None:
+    windows = [TimeWindow(0, 10), TimeWindow(20, 50), TimeWindow(60, 61)]
+    assert allocate_frames(windows, 40) == [10, 29, 1]
+    assert allocate_frames(windows, 2) == [1, 1, 0]
+    assert allocate_frames([], 10) == []
+
+
+@given(st.integers(min_value=1, max_value=50))
+def test_zero_length_windows_share_evenly(count) -> None:
+    assume(count >= 2)
+    counts = allocate_frames([TimeWindow(5, 5), TimeWindow(9, 9)], count)
+    assert abs(counts[0] - counts[1]) <= 1

@@ -1,0 +1,121 @@
+"""The per-question runtime that the graph's nodes share but that is not graph state.
+
+Memory, video reader, transcript source, model session and the packed PACE-Mem clips cannot
+go into a checkpoint, so LangGraph passes them to every node as its run context. A
+``RunContext`` belongs to one question; the expensive parts inside it (the loaded memory, the
+embedder, the packed clips) are shared read-only between questions by the facade.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from videotapestry.asr import TranscriptSource
+from videotapestry.config import Config, LevelLimits
+from videotapestry.embeddings import Embedder
+from videotapestry.llm.service import ModelSession
+from videotapestry.llm.types import ImagePart
+from videotapestry.memory import MemoryLocator, VideoMemory
+from videotapestry.prompts import PromptRegistry
+from videotapestry.retrieval import PackedClips
+from videotapestry.video import VideoReader
+
+_log = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class RunContext:
+    config: Config
+    memory: VideoMemory
+    prompts: PromptRegistry
+    session: ModelSession
+    video: VideoReader | None = None
+    transcripts: TranscriptSource | None = None
+    embedder: Embedder | None = None
+    locator: MemoryLocator | None = None
+    evidence: PackedClips | None = None
+    #: Why observation is off for this run (no video, ``--no-video``); None when it is on.
+    observation_disabled: str | None = None
+    progress: ProgressCallback | None = None
+    #: LangGraph's custom-stream writer while a graph node runs (``astream(stream_mode="custom")``).
+    stream: ProgressCallback | None = None
+    #: Every image sent to a model in this question, for notebooks (never stored in state).
+    images: list[ImagePart] = field(default_factory=list)
+
+    @property
+    def variant(self) -> str:
+        return self.config.variant
+
+    @property
+    def duration_s(self) -> float:
+        if self.video is not None:
+            return self.video.info.duration_s
+        return self.memory.duration
+
+    @property
+    def visual_enabled(self) -> bool:
+        return (
+            self.video is not None
+            and self.observation_disabled is None
+            and self.variant not in ("wo_visual", "static_memory")
+        )
+
+    @property
+    def asr_enabled(self) -> bool:
+        return (
+            self.transcripts is not None
+            and self.observation_disabled is None
+            and self.variant not in ("wo_asr", "static_memory")
+        )
+
+    @property
+    def updates_enabled(self) -> bool:
+        return self.variant not in ("append_only", "static_memory")
+
+    def agent_name(self, default: str) -> str:
+        from videotapestry.agents.state import SINGLE_AGENT_NAME
+
+        return SINGLE_AGENT_NAME if self.variant == "single_agent" else default
+
+    def report(self, **event: Any) -> None:
+        """Progress for CLIs and notebooks; never lets a display error stop the run."""
+        if self.stream is not None:
+            self.stream(event)
+        if self.progress is not None:
+            try:
+                self.progress(event)
+            except Exception as exc:  # a progress display must not break a question
+                _log.warning("progress callback failed on %s: %s", event.get("step"), exc)
+
+
+class LevelBudget:
+    """Per-level tool budget (Algorithm 2): observations, updates and their total."""
+
+    def __init__(self, limits: LevelLimits) -> None:
+        self.limits = limits
+        self.observations = 0
+        self.updates = 0
+
+    def allows(self, kind: str) -> bool:
+        if self.observations + self.updates >= self.limits.max_calls:
+            return False
+        if kind == "observation":
+            return self.observations < self.limits.max_observations
+        if kind == "update":
+            return self.updates < self.limits.max_updates
+        raise ValueError(f"unknown tool kind {kind!r}")
+
+    def spend(self, kind: str) -> bool:
+        """Count one call of ``kind`` if the budget allows it; False means: do not call."""
+        if not self.allows(kind):
+            return False
+        if kind == "observation":
+            self.observations += 1
+        else:
+            self.updates += 1
+        return True

@@ -1,0 +1,172 @@
+"""Steps every level agent shares: planning with a fallback, the update call, the decision.
+
+Each model step degrades instead of failing the question: a plan that cannot be obtained
+becomes the documented default plan, a failed update keeps the original texts, a failed
+decision is validated as an empty one (which falls back to evidence-linked ids). Every
+fallback leaves a note in the level outcome and the trace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from videotapestry.agents.context import RunContext
+from videotapestry.agents.rules import ValidatedDecision, strip_option_steering, validate_decision
+from videotapestry.agents.state import Level, LevelOutcome, Observation, QuestionInput
+from videotapestry.errors import ModelCallError
+from videotapestry.memory.schema import TimeRange
+from videotapestry.memory.serialize import clock_range
+from videotapestry.schemas import Decision
+
+T = TypeVar("T", bound=BaseModel)
+
+DEFAULT_INSTRUCTIONS: dict[Level, str] = {
+    "super": (
+        "Examine the MacroEvents of the selected stages for the specific people, actions, "
+        "objects and on-screen text the question depends on."
+    ),
+    "macro": (
+        "Found: candidate events in the selected MacroEvents; still need to verify: the exact "
+        "details the question asks about."
+    ),
+    "subgraph": "",
+}
+
+PLANNING_ROLES: dict[Level, str] = {"super": "overview", "macro": "skim", "subgraph": "focus"}
+
+
+async def call_or_fallback(
+    ctx: RunContext,
+    role: str,
+    prompt_name: str,
+    output_model: type[T],
+    fallback: T,
+    *,
+    level: Level,
+    notes: list[str],
+    images: Sequence = (),
+    **variables: object,
+) -> tuple[T, bool]:
+    """One structured call; on any model failure the ``fallback`` and a note. (value, ok)."""
+    prompt = ctx.prompts.render(prompt_name, **variables)
+    try:
+        return (
+            await ctx.session.complete_json(role, prompt, output_model, images, level=level),
+            True,
+        )
+    except ModelCallError as exc:
+        notes.append(f"{prompt_name} failed ({type(exc).__name__}); using the fallback")
+        return fallback, False
+
+
+def clean(text: str) -> str:
+    """Memory text as stored: option-steering sentences removed."""
+    return strip_option_steering(text or "").strip()
+
+
+def line_for(node_id: str, time_range: TimeRange, text: str) -> str:
+    return f"{node_id} [{clock_range(time_range)}] {text}"
+
+
+def memories_text(ctx: RunContext, texts: Mapping[str, str]) -> str:
+    """The level's memories as prompt lines: id, time range, current text."""
+    return "\n".join(
+        line_for(node_id, ctx.memory.time_range(node_id), text) for node_id, text in texts.items()
+    )
+
+
+def observation_sources(observations: Sequence[Observation]) -> str:
+    """Each successful observation once, by source id (the update prompt refers to them)."""
+    blocks = []
+    for obs in observations:
+        if not obs.succeeded:
+            continue
+        kind = "visual" if obs.kind == "visual" else "transcript"
+        windows = ", ".join(clock_range(TimeRange(start=s, end=e)) for s, e in obs.windows)
+        block = f"{obs.source_id} ({kind}; {windows}): {obs.result.strip()}"
+        if obs.uncertainty.strip():
+            block += f"\n  uncertain: {obs.uncertainty.strip()}"
+        blocks.append(block)
+    return "\n".join(blocks) or "(no observations)"
+
+
+def update_requests_json(requests: Sequence[Mapping[str, object]]) -> str:
+    return json.dumps(list(requests), ensure_ascii=False, indent=1)
+
+
+async def decide(
+    ctx: RunContext,
+    *,
+    level: Level,
+    agent: str,
+    question: QuestionInput,
+    instruction_in: str | None,
+    memories: str,
+    trajectory: str,
+    is_global: bool,
+    current_ids: Sequence[str],
+    fallback_ids: Sequence[str],
+    notes: list[str],
+) -> ValidatedDecision:
+    """One decision call, validated in code (SPEC §5).
+
+    At the Subgraph level the outcome is fixed by rule (stop), so no call is made; the
+    handoff trace records STOP either way.
+    """
+    ids_with_children = [i for i in current_ids if _has_children(ctx, level, i)]
+    # The Subgraph level's outcome is fixed (stop), so it is validated without a call.
+    decision: Decision | None = Decision(stop_descending=True)
+    if level != "subgraph":
+        decision, ok = await call_or_fallback(
+            ctx,
+            "decision",
+            "decision",
+            Decision,
+            Decision(),
+            level=level,
+            notes=notes,
+            agent_name=agent,
+            memory_level=level,
+            question=question.question,
+            options=question.options,
+            upstream_instruction=instruction_in or "",
+            memories=memories,
+            trajectory=trajectory,
+        )
+        if not ok:
+            decision = None
+    validated = validate_decision(
+        decision,
+        level=level,
+        is_global=is_global,
+        current_ids=list(current_ids),
+        ids_with_children=ids_with_children,
+        fallback_ids=list(fallback_ids),
+        default_instruction=DEFAULT_INSTRUCTIONS[level],
+    )
+    notes.extend(validated.notes)
+    return validated
+
+
+def _has_children(ctx: RunContext, level: Level, node_id: str) -> bool:
+    if level == "super":
+        return bool(ctx.memory.child_ids(node_id))
+    if level == "macro":
+        return bool(ctx.memory.subgraph(node_id).nodes)
+    return False
+
+
+def apply_decision(outcome: LevelOutcome, decision: ValidatedDecision) -> LevelOutcome:
+    return outcome.model_copy(
+        update={
+            "selected_ids": list(decision.selected_ids),
+            "instruction_out": decision.instruction,
+            "template_type": decision.template_type,
+            "stop": decision.stop,
+            "reason": decision.reason,
+        }
+    )

@@ -1,0 +1,318 @@
+"""The Overview agent: the Super level (Algorithm 2, lines 2-10 and 16-18).
+
+Plan with locator hints → one continuous visual window (≥ min(600 s, duration)) seen as
+up to 120 frames in 3x2 grids → ASR planning → up to three normalized transcript windows read
+by a tool that never sees the question → evidence linked to SuperEvents by ids and time →
+protected set (evidence-linked events and their neighbours) keeps its text and gains
+[Visual] / [Transcript] / [Evidence]; every other SuperEvent is compressed → one decision.
+"""
+
+from __future__ import annotations
+
+from videotapestry.agents.context import LevelBudget, RunContext
+from videotapestry.agents.level import (
+    call_or_fallback,
+    clean,
+    decide,
+    memories_text,
+    observation_sources,
+    update_requests_json,
+)
+from videotapestry.agents.rules import (
+    assign_lines_to_spans,
+    compose_protected_text,
+    compress_text,
+    link_by_overlap,
+    protected_set,
+    question_anchors,
+    rank_by_overlap,
+)
+from videotapestry.agents.state import (
+    AGENT_NAMES,
+    LevelCalls,
+    LevelOutcome,
+    Observation,
+    QuestionInput,
+)
+from videotapestry.agents.tools import observe_overview_grids, observe_speech
+from videotapestry.asr import TranscriptLine
+from videotapestry.memory import MultiAnchorResult
+from videotapestry.memory.serialize import clock_range, serialize_root
+from videotapestry.schemas import AsrPlan, OverviewPlan, SuperMemoryUpdate, SuperUpdate
+from videotapestry.video import asr_windows, visual_window
+from videotapestry.video.timecode import format_range
+
+
+def locator_text(result: MultiAnchorResult | None) -> str:
+    """The multi-anchor locator's answer in the compact form the planning prompt expects."""
+    if result is None:
+        return ""
+    lines = ["tool=multi_locator_compressed", f"anchors: {list(result.anchors)}"]
+    lines.append("candidate_windows:" if result.candidate_windows else "candidate_windows: []")
+    for number, window in enumerate(result.candidate_windows, 1):
+        matches = "; ".join(
+            f"{m.anchor} -> {m.hit.node_id} {m.hit.kind} {m.hit.label!r} "
+            f"[{clock_range(m.hit.time_range)}] in {m.hit.super_id}"
+            for m in window.matches
+        )
+        lines.append(
+            f"{number}. [{clock_range(window.time_range)}] "
+            f"({window.time_range.start:.0f}-{window.time_range.end:.0f} s) {matches}"
+        )
+    lines.append(f"unresolved_anchors: {list(result.unresolved_anchors)}")
+    return "\n".join(lines)
+
+
+async def run_overview(
+    ctx: RunContext, question: QuestionInput, *, is_global: bool, trajectory_in: str = ""
+) -> LevelOutcome:
+    config = ctx.config
+    memory = ctx.memory
+    agent = ctx.agent_name(AGENT_NAMES["super"])
+    supers = memory.super_events()
+    ids = [s.id for s in supers]
+    spans = {s.id: (s.time_range.start, s.time_range.end) for s in supers}
+    static = {s.id: _label_text(s.label, s.description) for s in supers}
+    notes: list[str] = []
+    budget = LevelBudget(config.agents.level_limits)
+    duration = ctx.duration_s
+    ctx.report(level="super", step="plan", agent=agent)
+
+    located = None
+    if ctx.locator is not None and not is_global:
+        located = ctx.locator.locate(question_anchors(question.question))
+    plan = OverviewPlan(observation_instruction=_default_visual_instruction())
+    refines = ctx.visual_enabled or ctx.asr_enabled or ctx.updates_enabled
+    if refines:  # static memory: nothing to plan, only the decision below
+        plan, _ = await call_or_fallback(
+            ctx,
+            "overview",
+            "overview_planning",
+            OverviewPlan,
+            OverviewPlan(observation_instruction=_default_visual_instruction()),
+            level="super",
+            notes=notes,
+            question=question.question,
+            options=question.options,
+            video_duration=round(duration, 1),
+            observation_time_bounds=[0.0, round(duration, 1)],
+            global_summary=serialize_root(memory).text,
+            memories=memories_text(ctx, static),
+            locator_results=locator_text(located),
+            trajectory=trajectory_in,
+            limits=config.agents.level_limits.model_dump(),
+            min_window_s=config.agents.overview.min_window_s,
+        )
+    instruction = plan.observation_instruction.strip() or _default_visual_instruction()
+
+    observations = []
+    window = visual_window(
+        plan.time_ranges, duration, min_span_s=config.agents.overview.min_window_s
+    )
+    visual = None
+    if ctx.visual_enabled and budget.spend("observation"):
+        ctx.report(level="super", step="observe", tool="visual", window=list(window))
+        visual = await observe_overview_grids(ctx, window, instruction, agent=agent)
+        observations.append(visual)
+
+    speech = None
+    transcript: list[TranscriptLine] = []
+    asr_plan = AsrPlan(observation_instruction=instruction)
+    if ctx.asr_enabled and budget.allows("observation"):
+        ctx.report(level="super", step="plan_asr", agent=agent)
+        asr_plan, _ = await call_or_fallback(
+            ctx,
+            "overview",
+            "asr_planning",
+            AsrPlan,
+            AsrPlan(observation_instruction=instruction),
+            level="super",
+            notes=notes,
+            question=question.question,
+            options=question.options,
+            video_duration=round(duration, 1),
+            visual_window=[round(window.start_s, 1), round(window.end_s, 1)],
+            visual_observation=visual.result if visual is not None else "",
+            memories=memories_text(ctx, static),
+            max_windows=config.asr.max_windows,
+            min_window_s=config.asr.min_window_s,
+            max_window_s=config.asr.max_window_s,
+        )
+        windows = asr_windows(
+            asr_plan.time_ranges,
+            duration,
+            window,
+            max_windows=config.asr.max_windows,
+            min_span_s=config.asr.min_window_s,
+            max_span_s=config.asr.max_window_s,
+        )
+        budget.spend("observation")
+        ctx.report(level="super", step="observe", tool="asr", windows=[list(w) for w in windows])
+        speech, transcript = await observe_speech(
+            ctx, windows, asr_plan.observation_instruction.strip() or instruction
+        )
+        observations.append(speech)
+
+    # Evidence linking: the planners' candidate ids, the visual window's overlap, and the
+    # SuperEvents that received verbatim transcript lines.
+    valid = set(ids)
+    visual_linked: list[str] = []
+    if visual is not None and visual.succeeded:
+        visual_linked = _ordered(
+            ids,
+            [i for i in plan.candidate_memory_ids if i in valid] + link_by_overlap(spans, [window]),
+        )
+    evidence_by_super = {i: [] for i in ids}
+    asr_linked: list[str] = []
+    if speech is not None and speech.succeeded:
+        quoted = [TranscriptLine(s, e, t) for s, e, t in speech.evidence_lines]
+        evidence_by_super = assign_lines_to_spans(quoted, spans)
+        asr_linked = _ordered(
+            ids,
+            [i for i in asr_plan.candidate_memory_ids if i in valid]
+            + [i for i, lines in evidence_by_super.items() if lines],
+        )
+    evidence_ids = _ordered(ids, visual_linked + asr_linked)
+    protected = protected_set(ids, evidence_ids)
+    if not evidence_ids:
+        notes.append("no observation linked to any SuperEvent; nothing is protected")
+
+    refined = dict(static)
+    calls = LevelCalls(observations=budget.observations)
+    if ctx.updates_enabled:
+        updates = {}
+        if budget.spend("update"):
+            ctx.report(level="super", step="update", agent=agent)
+            requests = [
+                {
+                    "memory_id": i,
+                    "time_range": clock_range(memory.time_range(i)),
+                    "old_memory_text": static[i],
+                    "source_refs": (["V1"] if i in visual_linked else [])
+                    + (["A1"] if i in asr_linked else []),
+                }
+                for i in ids
+            ]
+            reply, _ = await call_or_fallback(
+                ctx,
+                "update",
+                "super_update",
+                SuperUpdate,
+                SuperUpdate(updated_memories={}),
+                level="super",
+                notes=notes,
+                question=question.question,
+                options=question.options,
+                previous_instruction="",
+                update_instruction=(
+                    "Add the observed facts to the SuperEvents the sources concern; summarize "
+                    "the others in one or two sentences."
+                ),
+                observation_sources=observation_sources(observations),
+                update_requests=update_requests_json(requests),
+            )
+            updates = reply.updated_memories
+        refined = {
+            i: _refine_super(
+                static[i],
+                updates.get(i),
+                protected=i in protected,
+                visual=i in visual_linked,
+                transcript=i in asr_linked,
+                evidence=[
+                    f"{format_range(line.start_s, line.end_s)} {line.text}"
+                    for line in evidence_by_super.get(i, [])
+                ],
+            )
+            for i in ids
+        }
+        calls = LevelCalls(observations=budget.observations, updates=budget.updates)
+
+    ctx.report(level="super", step="decide", agent=agent)
+    fallback_ids = evidence_ids or rank_by_overlap(spans, [window])
+    decision = await decide(
+        ctx,
+        level="super",
+        agent=agent,
+        question=question,
+        instruction_in=None,
+        memories=memories_text(ctx, refined),
+        trajectory=_trajectory(observations),
+        is_global=is_global,
+        current_ids=ids,
+        fallback_ids=fallback_ids,
+        notes=notes,
+    )
+    return LevelOutcome(
+        level="super",
+        agent=agent,
+        candidate_ids=ids,
+        plan={
+            "visual": plan.model_dump(mode="json"),
+            "asr": asr_plan.model_dump(mode="json"),
+            "visual_window": [window.start_s, window.end_s],
+            "locator": locator_text(located),
+        },
+        observations=observations,
+        refined=refined,
+        static=static,
+        evidence_ids=evidence_ids,
+        protected_ids=protected,
+        selected_ids=list(decision.selected_ids),
+        instruction_out=decision.instruction,
+        template_type=decision.template_type,
+        stop=decision.stop,
+        reason=decision.reason,
+        calls=calls,
+        notes=notes + ([f"transcript lines read: {len(transcript)}"] if speech else []),
+    )
+
+
+def _label_text(label: str, description: str) -> str:
+    return f"{label}: {description}" if label else description
+
+
+def _default_visual_instruction() -> str:
+    return (
+        "Describe the people, actions, objects, on-screen text and scene changes visible in "
+        "these frames, with the timestamps at which they appear."
+    )
+
+
+def _ordered(order: list[str], ids: list[str]) -> list[str]:
+    wanted = set(ids)
+    return [i for i in order if i in wanted]
+
+
+def _trajectory(observations: list[Observation]) -> str:
+    return "\n".join(
+        f"{obs.kind} observation {obs.source_id}: "
+        + (obs.result.strip() if obs.succeeded else f"failed ({obs.error})")
+        for obs in observations
+    )
+
+
+def _refine_super(
+    original: str,
+    update: SuperMemoryUpdate | None,
+    *,
+    protected: bool,
+    visual: bool,
+    transcript: bool,
+    evidence: list[str],
+) -> str:
+    """Protected: original + evidence parts. Others: the tool's summary, or a first sentence.
+
+    The protected set is enforced here whatever the tool said: a protected node never loses
+    its text, an unprotected one is always compressed, and a modality's part is only taken
+    from the tool when that modality's source was linked to the node.
+    """
+    if protected:
+        return compose_protected_text(
+            original,
+            visual=clean(update.visual_observation) if update and visual else "",
+            transcript=clean(update.asr_observation) if update and transcript else "",
+            evidence=evidence,
+        )
+    summary = clean(update.irrelevant_summary) if update else ""
+    return summary or compress_text(original)

@@ -1,0 +1,139 @@
+"""What flows between the level agents: the question, each level's outcome, the handoff trace.
+
+These are the graph's state values, so they are plain pydantic models that serialize to JSON
+(a SQLite checkpoint can hold them, a notebook can print them). Everything that cannot be
+serialized — the memory, the video reader, the model session — lives in ``RunContext``.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Level = Literal["super", "macro", "subgraph"]
+LEVELS: tuple[Level, ...] = ("super", "macro", "subgraph")
+AGENT_NAMES: dict[Level, str] = {
+    "super": "Overview Agent",
+    "macro": "Skim Agent",
+    "subgraph": "Focus Agent",
+}
+SINGLE_AGENT_NAME = "Controller Agent"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class QuestionInput(_Model):
+    """One multiple-choice question about one video."""
+
+    question: str
+    options: list[str]
+    question_id: str = "q"
+    subtitle_path: str | None = None
+    subtitle_offset_s: float = 0.0
+
+
+class ImageRef(_Model):
+    """An image the model saw, without its bytes (the trace and notebooks show these)."""
+
+    label: str
+    timestamps: list[float]
+    sha256: str
+    bytes: int
+
+
+class Observation(_Model):
+    """One observation tool call and what it returned."""
+
+    kind: Literal["visual", "asr"]
+    level: Level
+    source_id: str  # "V1", "A1": how the update prompt refers to it
+    instruction: str
+    windows: list[tuple[float, float]]
+    frame_times: list[float] = Field(default_factory=list)
+    images: list[ImageRef] = Field(default_factory=list)
+    result: str = ""
+    uncertainty: str = ""
+    evidence_lines: list[tuple[float, float, str]] = Field(default_factory=list)
+    transcript_lines: int = 0
+    error: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.error is None and bool(self.result.strip())
+
+
+class LevelCalls(_Model):
+    """Tool calls spent at one level, against ``agents.level_limits``."""
+
+    observations: int = 0
+    updates: int = 0
+
+    @property
+    def tool_calls(self) -> int:
+        return self.observations + self.updates
+
+
+class LevelOutcome(_Model):
+    """Everything one visited level produced; the composite memory is assembled from these."""
+
+    level: Level
+    agent: str
+    candidate_ids: list[str]
+    instruction_in: str | None = None
+    plan: dict[str, Any] = Field(default_factory=dict)
+    observations: list[Observation] = Field(default_factory=list)
+    refined: dict[str, str] = Field(default_factory=dict)
+    static: dict[str, str] = Field(default_factory=dict)
+    evidence_ids: list[str] = Field(default_factory=list)
+    protected_ids: list[str] = Field(default_factory=list)
+    selected_ids: list[str] = Field(default_factory=list)
+    instruction_out: str | None = None
+    template_type: str | None = None
+    stop: bool = False
+    reason: str = ""
+    evidence_selection: dict[str, Any] | None = None
+    calls: LevelCalls = Field(default_factory=LevelCalls)
+    notes: list[str] = Field(default_factory=list)
+
+
+class HandoffEntry(_Model):
+    """One line of the compact trace the Answer agent sees: who handed what down, or STOP."""
+
+    agent: str
+    level: Level
+    instruction: str | None
+    stop: bool
+
+    def render(self) -> str:
+        if self.stop:
+            return f"{self.agent}: STOP"
+        return f"{self.agent} -> next level: {self.instruction or '(no instruction)'}"
+
+
+class AnswerOutcome(_Model):
+    letter: str
+    reasoning: str
+    raw_answer: str
+    source: str
+    prompt_hash: str
+    error: str | None = None
+
+
+class QAState(TypedDict, total=False):
+    """The LangGraph state of one question."""
+
+    question: QuestionInput
+    is_global: bool
+    candidates: list[str]
+    instruction: str | None
+    levels: Annotated[list[LevelOutcome], operator.add]
+    handoff: Annotated[list[HandoffEntry], operator.add]
+    stopped: bool
+    memory_text: str
+    memory_tokens: int
+    handoff_text: str
+    answer: AnswerOutcome

@@ -1,0 +1,158 @@
+"""The two observation tools the level agents call: frames (grids or single) and speech.
+
+Each tool call decodes what it needs (off the event loop), asks the model one question, and
+returns an ``Observation`` record. A failed model call is recorded as an observation with an
+``error`` rather than raised: the level goes on with what it has, as the method's fallbacks
+require, and the trace says what went wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from videotapestry.agents.context import RunContext
+from videotapestry.agents.rules import match_evidence_lines
+from videotapestry.agents.state import ImageRef, Level, Observation
+from videotapestry.asr import TranscriptLine, format_transcript
+from videotapestry.errors import ModelCallError, TranscriptionError, VideoError
+from videotapestry.llm.types import ImagePart
+from videotapestry.schemas import AsrObservation, VisualObservation
+from videotapestry.video import (
+    TimeWindow,
+    frame_images,
+    individual_frame_budget,
+    overview_frame_budget,
+    overview_images,
+    sample_uniform,
+    sample_windows,
+)
+
+
+def _refs(images: Sequence[ImagePart]) -> list[ImageRef]:
+    return [ImageRef(**image.reference()) for image in images]
+
+
+async def observe_overview_grids(
+    ctx: RunContext, window: TimeWindow, instruction: str, *, agent: str
+) -> Observation:
+    """Up to 120 frames from one continuous window, in 3x2 timestamp-labelled grids."""
+    config = ctx.config
+    record = Observation(
+        kind="visual",
+        level="super",
+        source_id="V1",
+        instruction=instruction,
+        windows=[(window.start_s, window.end_s)],
+    )
+    budget = overview_frame_budget(config.images, config.agents.overview)
+    try:
+        frames = await asyncio.to_thread(
+            sample_uniform, ctx.video, window.start_s, window.end_s, budget
+        )
+        images = await asyncio.to_thread(
+            overview_images, frames, config.images, config.agents.overview
+        )
+    except VideoError as exc:
+        return record.model_copy(update={"error": f"frame sampling failed: {exc}"})
+    record = record.model_copy(
+        update={"frame_times": [f.timestamp_s for f in frames], "images": _refs(images)}
+    )
+    return await _ask_visual(ctx, record, images, agent=agent)
+
+
+async def observe_frames(
+    ctx: RunContext,
+    windows: Sequence[TimeWindow],
+    instruction: str,
+    *,
+    level: Level,
+    agent: str,
+    source_id: str,
+) -> Observation:
+    """Up to 50 individual frames spread over ``windows`` (Skim and Focus)."""
+    config = ctx.config
+    settings = config.agents.skim if level == "macro" else config.agents.focus
+    record = Observation(
+        kind="visual",
+        level=level,
+        source_id=source_id,
+        instruction=instruction,
+        windows=[(w.start_s, w.end_s) for w in windows],
+    )
+    budget = individual_frame_budget(config.images, settings)
+    try:
+        frames = await asyncio.to_thread(sample_windows, ctx.video, list(windows), budget)
+        images = await asyncio.to_thread(
+            frame_images, frames, config.images, max_frames=settings.max_frames
+        )
+    except VideoError as exc:
+        return record.model_copy(update={"error": f"frame sampling failed: {exc}"})
+    record = record.model_copy(
+        update={"frame_times": [f.timestamp_s for f in frames], "images": _refs(images)}
+    )
+    return await _ask_visual(ctx, record, images, agent=agent)
+
+
+async def _ask_visual(
+    ctx: RunContext, record: Observation, images: Sequence[ImagePart], *, agent: str
+) -> Observation:
+    if not images:
+        return record.model_copy(update={"error": "no frames could be sampled"})
+    ctx.images.extend(images)
+    prompt = ctx.prompts.render(
+        "visual_observation",
+        agent_name=agent,
+        memory_level=record.level,
+        observation_instruction=record.instruction,
+        image_notes=[f"Image {i}: {image.label}" for i, image in enumerate(images, 1)],
+    )
+    try:
+        reply = await ctx.session.complete_json(
+            "observation", prompt, VisualObservation, images, level=record.level
+        )
+    except ModelCallError as exc:
+        return record.model_copy(update={"error": str(exc)})
+    return record.model_copy(
+        update={"result": reply.observation_result, "uncertainty": reply.uncertainty}
+    )
+
+
+async def observe_speech(
+    ctx: RunContext, windows: Sequence[TimeWindow], instruction: str
+) -> tuple[Observation, list[TranscriptLine]]:
+    """Transcript of the windows, read by a model that never sees the question or options."""
+    record = Observation(
+        kind="asr",
+        level="super",
+        source_id="A1",
+        instruction=instruction,
+        windows=[(w.start_s, w.end_s) for w in windows],
+    )
+    video = ctx.video.info if ctx.video is not None else None
+    try:
+        lines = await asyncio.to_thread(ctx.transcripts.transcribe, video, list(windows))
+    except (TranscriptionError, VideoError) as exc:
+        return record.model_copy(update={"error": f"transcription failed: {exc}"}), []
+    record = record.model_copy(update={"transcript_lines": len(lines)})
+    if not lines:
+        return record.model_copy(update={"result": "No speech in the selected windows."}), []
+    prompt = ctx.prompts.render(
+        "asr_observation", observation_instruction=instruction, asr=format_transcript(lines)
+    )
+    try:
+        reply = await ctx.session.complete_json(
+            "asr_observation", prompt, AsrObservation, level="super"
+        )
+    except ModelCallError as exc:
+        return record.model_copy(update={"error": str(exc)}), lines
+    quoted = match_evidence_lines(reply.asr_evidence, lines)
+    return (
+        record.model_copy(
+            update={
+                "result": reply.observation_result,
+                "evidence_lines": [(line.start_s, line.end_s, line.text) for line in quoted],
+            }
+        ),
+        lines,
+    )

@@ -1,0 +1,210 @@
+"""Subtitle files as a transcript source, for benchmarks that ship them (SPEC §8).
+
+With subtitles the ASR tool keeps the same window selection and reads the subtitle lines
+inside the chosen windows instead of running Whisper. Formats:
+
+- SRT (Video-MME ships one per video, named by its videoID) and WebVTT, parsed by pysubs2;
+  styling tags are dropped and a cue's lines are joined with spaces.
+- LongVideoBench JSON: a list whose entries are either ``{"timestamp": [start, end],
+  "text": ...}`` in seconds (a null end means the end of the video) or ``{"start":
+  "HH:MM:SS.mmm", "end": ..., "line": ...}``.
+
+``offset_s`` is subtracted from every time (LongVideoBench's
+``starting_timestamp_for_subtitles``: its videos are cut from longer ones whose subtitles
+keep the original clock). Lines that end before the video starts are dropped.
+
+A malformed cue or entry is skipped (``skipped`` counts them); a file with content but no
+readable cue at all raises ``SubtitleError`` naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from videotapestry.asr.types import TranscriptLine, VideoRef, lines_in_windows
+from videotapestry.errors import SubtitleError
+from videotapestry.video.reader import VideoInfo, probe
+from videotapestry.video.windows import TimeWindow
+
+SubtitleFormat = Literal["srt", "vtt", "lvb_json"]
+_SUFFIXES: dict[str, SubtitleFormat] = {".srt": "srt", ".vtt": "vtt", ".json": "lvb_json"}
+_CLOCK = re.compile(r"^\s*(?:(\d+):)?(\d{1,2}):(\d{1,2}(?:[.,]\d+)?)\s*$")
+
+
+class SubtitleSource:
+    """``TranscriptSource`` over one subtitle file; parsed on first use, then kept."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        offset_s: float = 0.0,
+        fmt: SubtitleFormat | None = None,
+    ) -> None:
+        self.path = Path(path).expanduser()
+        self.offset_s = float(offset_s or 0.0)
+        self.format = fmt or _detect_format(self.path)
+        self.skipped = 0
+        self._raw: list[tuple[float, float | None, str]] | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def find(
+        cls, directory: str | Path, video_id: str, *, offset_s: float = 0.0
+    ) -> SubtitleSource | None:
+        """The subtitle file named after ``video_id`` (``.srt``, ``.vtt`` or ``.json``), if any."""
+        for suffix in _SUFFIXES:
+            candidate = Path(directory) / f"{video_id}{suffix}"
+            if candidate.is_file():
+                return cls(candidate, offset_s=offset_s)
+        return None
+
+    def lines(self, duration_s: float | None = None) -> list[TranscriptLine]:
+        """Every line in video time, sorted; an open end becomes ``duration_s`` (or the start)."""
+        lines = []
+        for start, end, text in self._load():
+            start, end = start - self.offset_s, None if end is None else end - self.offset_s
+            if end is None:
+                end = duration_s if duration_s is not None else start
+            if end < 0 or (duration_s is not None and start > duration_s):
+                continue
+            start = max(0.0, round(start, 6))  # subtitle clocks are in ms: drop float noise
+            lines.append(TranscriptLine(start, max(start, round(end, 6)), text))
+        return sorted(lines, key=lambda line: (line.start_s, line.end_s))
+
+    def transcribe(
+        self, video: VideoRef, windows: Sequence[TimeWindow | tuple[float, float]]
+    ) -> list[TranscriptLine]:
+        """The lines overlapping any window (kept whole), sorted by start time."""
+        raw = self._load()
+        duration = None
+        if isinstance(video, VideoInfo):
+            duration = video.duration_s
+        elif any(end is None for _, end, _ in raw):
+            duration = probe(video).duration_s  # only needed to close open-ended lines
+        return lines_in_windows(self.lines(duration), windows)
+
+    def _load(self) -> list[tuple[float, float | None, str]]:
+        with self._lock:
+            if self._raw is None:
+                self._raw = self._parse()
+            return self._raw
+
+    def _parse(self) -> list[tuple[float, float | None, str]]:
+        try:
+            text = self.path.read_text(encoding="utf-8-sig", errors="replace")
+        except FileNotFoundError:
+            raise SubtitleError(f"subtitle file {self.path} does not exist") from None
+        except OSError as exc:
+            raise SubtitleError(f"cannot read subtitle file {self.path}: {exc}") from None
+        if not text.strip():
+            return []
+        if self.format == "lvb_json":
+            entries, skipped = parse_longvideobench(text, source=str(self.path))
+        else:
+            entries, skipped = parse_cues(text, self.format, source=str(self.path))
+        self.skipped = skipped
+        if not entries and skipped:
+            raise SubtitleError(
+                f"subtitle file {self.path} has no readable {self.format} cue ({skipped} malformed)"
+            )
+        return entries
+
+
+def parse_cues(
+    text: str, fmt: Literal["srt", "vtt"], *, source: str = "<text>"
+) -> tuple[list[tuple[float, float | None, str]], int]:
+    """(start, end, text) of each SRT/WebVTT cue, in file time, and how many were unreadable."""
+    import pysubs2
+
+    try:
+        subs = pysubs2.SSAFile.from_string(text, format_=fmt)
+    except Exception as exc:  # pysubs2 raises several kinds; name the file instead
+        raise SubtitleError(f"subtitle file {source} is not valid {fmt}: {exc}") from None
+    entries: list[tuple[float, float | None, str]] = []
+    skipped = 0
+    for event in subs:
+        if event.is_comment:
+            continue
+        line = " ".join(event.plaintext.split())
+        if not line:
+            continue
+        if event.end < event.start:
+            skipped += 1
+            continue
+        entries.append((event.start / 1000.0, event.end / 1000.0, line))
+    return entries, skipped
+
+
+def parse_longvideobench(
+    text: str, *, source: str = "<text>"
+) -> tuple[list[tuple[float, float | None, str]], int]:
+    """(start, end, text) of each LongVideoBench subtitle entry, and how many were unreadable."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SubtitleError(f"subtitle file {source} is not valid JSON: {exc}") from None
+    if not isinstance(data, list):
+        raise SubtitleError(f"subtitle file {source} must hold a JSON list of entries")
+    entries: list[tuple[float, float | None, str]] = []
+    skipped = 0
+    for item in data:
+        parsed = _lvb_entry(item)
+        if parsed is None:
+            skipped += 1
+        elif parsed[2]:
+            entries.append(parsed)
+    return entries, skipped
+
+
+def parse_clock(value: Any) -> float:
+    """Seconds from ``HH:MM:SS.mmm`` / ``MM:SS.mmm`` (comma allowed) or a plain number."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if math.isfinite(value):
+            return float(value)
+        raise ValueError(f"not a finite time: {value!r}")
+    match = _CLOCK.match(str(value))
+    if not match:
+        raise ValueError(f"not a clock time: {value!r}")
+    hours, minutes, seconds = match.groups()
+    return int(hours or 0) * 3600 + int(minutes) * 60 + float(seconds.replace(",", "."))
+
+
+def _lvb_entry(item: Any) -> tuple[float, float | None, str] | None:
+    if not isinstance(item, dict):
+        return None
+    try:
+        if "timestamp" in item:
+            start_raw, end_raw = item["timestamp"]
+            text = item.get("text", "")
+        else:
+            start_raw, end_raw = item["start"], item.get("end")
+            text = item.get("line", item.get("text", ""))
+        start = parse_clock(start_raw)
+        end = None if end_raw is None else parse_clock(end_raw)
+    except (KeyError, TypeError, ValueError):
+        return None
+    if end is not None and end < start:
+        return None
+    return start, end, " ".join(str(text).split())
+
+
+def _detect_format(path: Path) -> SubtitleFormat:
+    fmt = _SUFFIXES.get(path.suffix.lower())
+    if fmt is not None:
+        return fmt
+    try:
+        head = path.read_text(encoding="utf-8-sig", errors="replace")[:64].lstrip()
+    except OSError:
+        return "srt"  # the read error is reported, with the path, when the file is parsed
+    if head.startswith("WEBVTT"):
+        return "vtt"
+    if head.startswith("["):
+        return "lvb_json"
+    return "srt"

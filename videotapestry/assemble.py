@@ -1,0 +1,88 @@
+"""Composite query-adaptive memory: the refined levels put back under their parents.
+
+The Super scaffold covers the whole video (protected SuperEvents in full with their new
+evidence, the rest compressed); beneath the SuperEvents on the selected path sit the refined
+MacroEvents the Skim agent examined, and beneath those the Focus agent's refined evidence.
+The compact handoff trace (instructions and STOP markers, no logs) goes alongside. The
+``refined_super_only`` and ``refined_paths_only`` variants drop one of the two components;
+``append_only`` keeps the stored texts and appends every observation as a flat log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from videotapestry.agents.state import HandoffEntry, LevelOutcome
+from videotapestry.memory import VideoMemory
+from videotapestry.memory.serialize import clock_range, serialize_root
+from videotapestry.tokens import estimate_tokens
+from videotapestry.video.timecode import format_range
+
+
+@dataclass(frozen=True)
+class CompositeMemory:
+    text: str
+    handoff_trace: str
+    tokens: int
+
+
+def handoff_text(entries: Sequence[HandoffEntry]) -> str:
+    return "\n".join(entry.render() for entry in entries)
+
+
+def assemble(
+    memory: VideoMemory,
+    levels: Sequence[LevelOutcome],
+    handoff: Sequence[HandoffEntry],
+    *,
+    variant: str = "full",
+) -> CompositeMemory:
+    by_level = {outcome.level: outcome for outcome in levels}
+    supers = by_level.get("super")
+    macros = by_level.get("macro")
+    focus = by_level.get("subgraph")
+    include_super = variant != "refined_paths_only"
+    include_paths = variant != "refined_super_only"
+
+    lines = [f"Video: {serialize_root(memory).text}"]
+    if include_super:
+        lines.append("SuperEvents:")
+    for super_event in memory.super_events():
+        children = []
+        if include_paths and macros is not None:
+            for macro_id in macros.candidate_ids:
+                if memory.parent(macro_id).id != super_event.id:
+                    continue
+                children.append(_entry(memory, macro_id, macros.refined[macro_id], "  "))
+                if focus is not None and macro_id in focus.refined:
+                    children.append("    Evidence:")
+                    children += [f"    {line}" for line in focus.refined[macro_id].splitlines()]
+        if include_super and supers is not None:
+            lines.append(_entry(memory, super_event.id, supers.refined[super_event.id], ""))
+        elif children:
+            lines.append(f"(in {super_event.id} [{clock_range(super_event.time_range)}])")
+        lines += children
+    if variant == "append_only":
+        lines += _evidence_log(levels)
+    text = "\n".join(lines)
+    trace = handoff_text(handoff)
+    return CompositeMemory(text=text, handoff_trace=trace, tokens=estimate_tokens(text))
+
+
+def _entry(memory: VideoMemory, node_id: str, text: str, indent: str) -> str:
+    head = f"{indent}{node_id} [{clock_range(memory.time_range(node_id))}] "
+    body = text.splitlines() or [""]
+    return head + body[0] + "".join(f"\n{indent}  {line}" for line in body[1:])
+
+
+def _evidence_log(levels: Sequence[LevelOutcome]) -> list[str]:
+    lines = ["Evidence log (new observations, in the order they were made):"]
+    for outcome in levels:
+        for obs in outcome.observations:
+            if not obs.succeeded:
+                continue
+            windows = ", ".join(format_range(s, e) for s, e in obs.windows)
+            lines.append(f"- {outcome.level} {obs.kind} {windows}: {obs.result.strip()}")
+            lines += [f"  {format_range(s, e)} {text}" for s, e, text in obs.evidence_lines]
+    return lines

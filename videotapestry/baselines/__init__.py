@@ -1,0 +1,1 @@
+"""Baselines that answer without refining the memory (Direct)."""

@@ -1,0 +1,29 @@
+"""The Direct baseline's input: frames sampled uniformly over the whole video.
+
+As in the paper, Direct sends individual frames (no grids, which are part of VideoTapestry's
+own observation design) to the same model, at most ``agents.direct.max_frames`` (50) and
+within the per-call image cap. Timestamps go in the prompt text, not into the pixels.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from videotapestry.agents.context import RunContext
+from videotapestry.errors import ConfigError
+from videotapestry.llm.types import ImagePart
+from videotapestry.video import frame_images, individual_frame_budget, sample_uniform
+
+
+async def direct_frames(ctx: RunContext) -> list[ImagePart]:
+    if ctx.video is None:
+        raise ConfigError("the Direct baseline needs the video file; it cannot run without one")
+    settings = ctx.config.agents.direct
+    budget = individual_frame_budget(ctx.config.images, settings)
+    info = ctx.video.info
+    frames = await asyncio.to_thread(sample_uniform, ctx.video, 0.0, info.duration_s, budget)
+    images = await asyncio.to_thread(
+        frame_images, frames, ctx.config.images, max_frames=settings.max_frames, label=False
+    )
+    ctx.images.extend(images)
+    return images

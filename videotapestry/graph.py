@@ -1,0 +1,216 @@
+"""The LangGraph wiring of VideoTapestry (Algorithm 1). This file only wires.
+
+    START → overview ─┬─ stop ───────────────┐
+                      └→ skim ─┬─ stop ──────┤
+                               └→ focus ─────┴→ assemble → answer → END
+
+Nodes are thin async functions of ``(state, runtime)``; the work is in ``videotapestry.agents``.
+The non-serializable run context (memory, video, model session) arrives as LangGraph's run
+context, so the state holds only JSON-able models and any LangGraph checkpointer can store
+it; ``sqlite_checkpointer`` builds a SQLite one that knows our state types.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from videotapestry.agents.answer import run_answer_agent, run_direct_answer
+from videotapestry.agents.context import RunContext
+from videotapestry.agents.detail import run_detail_level
+from videotapestry.agents.overview import run_overview
+from videotapestry.agents.rules import is_global_question
+from videotapestry.agents.state import (
+    AnswerOutcome,
+    HandoffEntry,
+    ImageRef,
+    LevelCalls,
+    LevelOutcome,
+    Observation,
+    QAState,
+    QuestionInput,
+)
+from videotapestry.assemble import assemble
+from videotapestry.baselines.direct import direct_frames
+
+#: Our state types, allowed through LangGraph's msgpack checkpoint serializer.
+STATE_TYPES = (
+    AnswerOutcome,
+    HandoffEntry,
+    ImageRef,
+    LevelCalls,
+    LevelOutcome,
+    Observation,
+    QuestionInput,
+)
+
+
+def checkpoint_serializer() -> JsonPlusSerializer:
+    return JsonPlusSerializer(
+        allowed_msgpack_modules=[(t.__module__, t.__name__) for t in STATE_TYPES]
+    )
+
+
+@contextlib.asynccontextmanager
+async def sqlite_checkpointer(path: str | Path) -> AsyncIterator[Any]:
+    """An async SQLite checkpointer for ``build_graph`` (resume or inspect a run later)."""
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    async with aiosqlite.connect(str(path)) as conn:
+        yield AsyncSqliteSaver(conn, serde=checkpoint_serializer())
+
+
+def _context(runtime: Runtime[RunContext]) -> RunContext:
+    ctx = runtime.context
+    with contextlib.suppress(RuntimeError):  # outside a streaming run there is no writer
+        ctx.stream = get_stream_writer()
+    return ctx
+
+
+def _shared_trajectory(ctx: RunContext, state: QAState) -> str:
+    """The single-agent variant carries one context across levels; the agents do not."""
+    if ctx.variant != "single_agent":
+        return ""
+    lines = []
+    for outcome in state.get("levels", []):
+        lines += [f"[{outcome.level}] {obs.kind}: {obs.result}" for obs in outcome.observations]
+        lines.append(
+            f"[{outcome.level}] selected {outcome.selected_ids}: {outcome.instruction_out}"
+        )
+    return "\n".join(lines)
+
+
+def _finish_level(ctx: RunContext, outcome: LevelOutcome) -> dict[str, Any]:
+    if outcome.level == "super":
+        children = [c for s in outcome.selected_ids for c in ctx.memory.child_ids(s)]
+    else:
+        children = list(outcome.selected_ids)
+    stop = outcome.stop or not children
+    entry = HandoffEntry(
+        agent=outcome.agent, level=outcome.level, instruction=outcome.instruction_out, stop=stop
+    )
+    ctx.report(level=outcome.level, step="done", stop=stop, selected=outcome.selected_ids)
+    return {
+        "levels": [outcome],
+        "handoff": [entry],
+        "candidates": [] if stop else children,
+        "instruction": None if stop else outcome.instruction_out,
+        "stopped": stop,
+    }
+
+
+async def overview_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = _context(runtime)
+    question = state["question"]
+    is_global = state.get("is_global")
+    if is_global is None:
+        is_global = is_global_question(question.question, question.options)
+    outcome = await run_overview(ctx, question, is_global=is_global)
+    return {"is_global": is_global, **_finish_level(ctx, outcome)}
+
+
+async def skim_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    return await _detail_node("macro", state, runtime)
+
+
+async def focus_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    return await _detail_node("subgraph", state, runtime)
+
+
+async def _detail_node(level: str, state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = _context(runtime)
+    outcome = await run_detail_level(
+        ctx,
+        level,  # type: ignore[arg-type]
+        state["question"],
+        list(state.get("candidates", [])),
+        instruction_in=state.get("instruction"),
+        is_global=bool(state.get("is_global")),
+        trajectory_in=_shared_trajectory(ctx, state),
+    )
+    return _finish_level(ctx, outcome)
+
+
+async def assemble_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = _context(runtime)
+    composite = assemble(
+        ctx.memory, state.get("levels", []), state.get("handoff", []), variant=ctx.variant
+    )
+    ctx.report(level="assemble", step="assemble", memory_tokens=composite.tokens)
+    return {
+        "memory_text": composite.text,
+        "memory_tokens": composite.tokens,
+        "handoff_text": composite.handoff_trace,
+    }
+
+
+async def answer_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = _context(runtime)
+    ctx.report(level="answer", step="answer")
+    question = state["question"]
+    result = await run_answer_agent(
+        ctx.session,
+        ctx.prompts,
+        question=question.question,
+        options=question.options,
+        memory=state["memory_text"],
+        handoff_trace=state.get("handoff_text", ""),
+    )
+    return {"answer": AnswerOutcome(**result.__dict__)}
+
+
+async def direct_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = _context(runtime)
+    question = state["question"]
+    ctx.report(level="answer", step="direct")
+    frames = await direct_frames(ctx)
+    result = await run_direct_answer(
+        ctx.session,
+        ctx.prompts,
+        question=question.question,
+        options=question.options,
+        frames=frames,
+        video_duration=ctx.duration_s,
+    )
+    return {"answer": AnswerOutcome(**result.__dict__)}
+
+
+def _after(next_level: str):
+    def route(state: QAState) -> str:
+        return "assemble" if state.get("stopped") or not state.get("candidates") else next_level
+
+    return route
+
+
+def build_graph(*, variant: str = "full", checkpointer: Any = None, **compile_options: Any) -> Any:
+    """The compiled graph: ``ainvoke``/``astream`` it with ``context=RunContext(...)``.
+
+    ``compile_options`` go to ``StateGraph.compile`` (e.g. ``interrupt_before=["focus"]``).
+    """
+    graph = StateGraph(QAState, context_schema=RunContext)
+    if variant == "direct":
+        graph.add_node("direct", direct_node)
+        graph.add_edge(START, "direct")
+        graph.add_edge("direct", END)
+        return graph.compile(checkpointer=checkpointer, **compile_options)
+    graph.add_node("overview", overview_node)
+    graph.add_node("skim", skim_node)
+    graph.add_node("focus", focus_node)
+    graph.add_node("assemble", assemble_node)
+    graph.add_node("answer", answer_node)
+    graph.add_edge(START, "overview")
+    graph.add_conditional_edges("overview", _after("skim"), ["skim", "assemble"])
+    graph.add_conditional_edges("skim", _after("focus"), ["focus", "assemble"])
+    graph.add_edge("focus", "assemble")
+    graph.add_edge("assemble", "answer")
+    graph.add_edge("answer", END)
+    return graph.compile(checkpointer=checkpointer, **compile_options)

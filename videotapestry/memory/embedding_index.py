@@ -1,0 +1,158 @@
+"""Vectors of the subgraph nodes (Entity / Event / OCRText) for semantic search.
+
+Embedding a 2-hour memory takes seconds to minutes, so vectors are stored with the memory and
+reused. They are only valid for the model that made them and the texts they were made from:
+``ensure_embeddings`` reuses stored vectors when the model name and a digest of the node texts
+both match, and otherwise recomputes everything, so two models' vector spaces are never mixed.
+Rows are L2-normalized, so semantic search is one matrix-vector product.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from videotapestry.embeddings import Embedder
+from videotapestry.errors import MemoryFormatError
+from videotapestry.memory.schema import (
+    SUBGRAPH_KINDS,
+    AnyNode,
+    EntityNode,
+    EventNode,
+    OCRTextNode,
+    VideoMemory,
+)
+
+
+def embedding_text(node: AnyNode) -> str:
+    """The text a node is embedded from: its name/action/text with type and description."""
+    if isinstance(node, EntityNode):
+        head = f"{node.name} ({node.entity_type})" if node.entity_type else node.name
+        return f"{head}: {node.description}" if node.description else head
+    if isinstance(node, EventNode):
+        return f"{node.action}: {node.description}" if node.description else node.action
+    if isinstance(node, OCRTextNode):
+        head = f'on-screen text "{node.text}"'
+        if node.ocr_type:
+            head += f" ({node.ocr_type})"
+        return f"{head}: {node.description}" if node.description else head
+    raise TypeError(f"{node.kind} nodes are not embedded")
+
+
+def texts_digest(ids: Sequence[str], texts: Sequence[str]) -> str:
+    """A fingerprint of what was embedded, so edited node texts invalidate stored vectors."""
+    digest = hashlib.sha256()
+    for node_id, text in zip(ids, texts, strict=True):
+        digest.update(node_id.encode())
+        digest.update(b"\x00")
+        digest.update(text.encode())
+        digest.update(b"\x01")
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class NodeEmbeddings:
+    """One read-only row per embedded node, in ``ids`` order, from the model ``model_name``."""
+
+    model_name: str
+    ids: tuple[str, ...]
+    vectors: np.ndarray
+    digest: str
+    _rows: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        vectors = np.array(self.vectors, dtype=np.float32, copy=True)
+        if vectors.ndim != 2 or vectors.shape[0] != len(self.ids):
+            raise MemoryFormatError(
+                f"embeddings of {self.model_name!r}: {len(self.ids)} ids but vectors of shape "
+                f"{vectors.shape}"
+            )
+        vectors.setflags(write=False)
+        object.__setattr__(self, "vectors", vectors)
+        object.__setattr__(self, "ids", tuple(self.ids))
+        object.__setattr__(self, "_rows", {node_id: i for i, node_id in enumerate(self.ids)})
+        if len(self._rows) != len(self.ids):
+            raise MemoryFormatError(f"embeddings of {self.model_name!r}: repeated node ids")
+
+    @property
+    def dimension(self) -> int:
+        return int(self.vectors.shape[1])
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def row(self, node_id: str) -> int:
+        return self._rows[node_id]
+
+    def vector(self, node_id: str) -> np.ndarray:
+        return self.vectors[self._rows[node_id]]
+
+    def rows_for(self, node_ids: Iterable[str]) -> np.ndarray:
+        return np.fromiter((self._rows[i] for i in node_ids), dtype=np.int64)
+
+
+def embeddable_nodes(memory: VideoMemory) -> list[AnyNode]:
+    """The nodes that get vectors, in time order (the row order of ``NodeEmbeddings``)."""
+    return memory.nodes(SUBGRAPH_KINDS)
+
+
+def compute_node_embeddings(memory: VideoMemory, embedder: Embedder) -> NodeEmbeddings:
+    """Embed every subgraph node; identical texts (a recurring entity) are embedded once."""
+    nodes = embeddable_nodes(memory)
+    ids = [n.id for n in nodes]
+    texts = [embedding_text(n) for n in nodes]
+    unique = list(dict.fromkeys(texts))
+    vectors = np.asarray(embedder.embed(unique), dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] != len(unique):
+        raise MemoryFormatError(
+            f"embedder {embedder.model_name!r} returned shape {vectors.shape} "
+            f"for {len(unique)} texts"
+        )
+    position = {text: i for i, text in enumerate(unique)}
+    rows = vectors[[position[t] for t in texts]] if texts else vectors[:0]
+    return NodeEmbeddings(embedder.model_name, tuple(ids), rows, texts_digest(ids, texts))
+
+
+def current_digest(memory: VideoMemory) -> tuple[tuple[str, ...], str]:
+    nodes = embeddable_nodes(memory)
+    ids = tuple(n.id for n in nodes)
+    return ids, texts_digest(ids, [embedding_text(n) for n in nodes])
+
+
+def embeddings_match(memory: VideoMemory, model_name: str) -> bool:
+    """Whether the memory carries vectors of ``model_name`` for exactly its current node texts."""
+    stored = memory.embeddings
+    if stored is None or stored.model_name != model_name:
+        return False
+    ids, digest = current_digest(memory)
+    return stored.ids == ids and stored.digest == digest
+
+
+def ensure_embeddings(memory: VideoMemory, embedder: Embedder) -> VideoMemory:
+    """The memory with vectors from ``embedder``: the stored ones if still valid, else new ones.
+
+    The manifest's ``embedding_model`` is updated to match, so saving the result records which
+    model the stored vectors belong to.
+    """
+    if embeddings_match(memory, embedder.model_name):
+        return memory
+    embeddings = compute_node_embeddings(memory, embedder)
+    updated = memory.with_embeddings(embeddings)
+    if memory.manifest is not None:
+        manifest = memory.manifest.model_copy(update={"embedding_model": embedder.model_name})
+        updated = updated.with_manifest(manifest)
+    return updated
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest scores, best first (ties broken by lower index)."""
+    if k <= 0 or scores.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if k >= scores.size:
+        k = scores.size
+    candidates = np.argpartition(-scores, k - 1)[:k]
+    order = np.lexsort((candidates, -scores[candidates]))
+    return candidates[order]

@@ -1,0 +1,373 @@
+"""The native on-disk memory: a versioned directory of JSON files and one .npy array.
+
+Layout (``SCHEMA_VERSION`` 1)::
+
+    memory.json          schema_version, nodes, edges (typed relations), unification, clips
+    manifest.json        schema_version, source, embedding model, video fingerprint, counts …
+    embeddings.npy       float32 (n, d) node vectors, optional
+    embedding_ids.json   {"model", "digest", "ids"}: the row order of embeddings.npy
+
+Nothing is pickled (arrays load with ``allow_pickle=False``), so a memory downloaded from
+someone else cannot run code. Every file is written to a temporary file and moved into place
+with ``os.replace``, and the manifest is written last, so an interrupted save never leaves a
+half-written file behind. A memory records the fingerprint of the video it was built from;
+loading it for a different video is refused instead of silently answering about the wrong one.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import TypeAdapter, ValidationError
+
+from videotapestry.errors import FingerprintMismatchError, MemoryFormatError
+from videotapestry.memory.embedding_index import NodeEmbeddings
+from videotapestry.memory.schema import (
+    Clip,
+    EntityGroup,
+    EntityNode,
+    EventNode,
+    MacroEvent,
+    MemoryManifest,
+    MemoryNode,
+    OCRTextNode,
+    Relation,
+    RootEvent,
+    SuperEvent,
+    VideoMemory,
+)
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+MEMORY_FILE = "memory.json"
+MANIFEST_FILE = "manifest.json"
+EMBEDDINGS_FILE = "embeddings.npy"
+EMBEDDING_IDS_FILE = "embedding_ids.json"
+
+_NODE = TypeAdapter(MemoryNode)
+_RELATION = TypeAdapter(Relation)
+_GROUP = TypeAdapter(EntityGroup)
+_CLIP = TypeAdapter(Clip)
+
+
+def is_native_memory(path: str | Path) -> bool:
+    path = Path(path)
+    return (path / MEMORY_FILE).is_file() and (path / MANIFEST_FILE).is_file()
+
+
+def new_manifest(source: str, *, source_path: str | None = None, **fields: Any) -> MemoryManifest:
+    """A manifest stamped with the current schema version and time."""
+    return MemoryManifest(
+        schema_version=SCHEMA_VERSION,
+        source=source,
+        source_path=source_path,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **fields,
+    )
+
+
+# --------------------------------------------------------------------------- saving
+
+
+def save_memory(memory: VideoMemory, path: str | Path) -> MemoryManifest:
+    """Write ``memory`` (and its embeddings, if any) as a native directory; returns the manifest.
+
+    ``path`` may be new, empty, or an existing memory directory (then it is overwritten).
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise MemoryFormatError(f"cannot save a memory to {path}: it is a file, not a directory")
+    if path.is_dir() and any(path.iterdir()) and not (path / MANIFEST_FILE).is_file():
+        raise MemoryFormatError(
+            f"refusing to save a memory into {path}: the directory is not empty and is not a "
+            "videotapestry memory; choose a new or empty directory"
+        )
+    path.mkdir(parents=True, exist_ok=True)
+    embeddings = memory.embeddings
+    manifest = (memory.manifest or new_manifest("videotapestry")).model_copy(
+        update={
+            "schema_version": SCHEMA_VERSION,
+            "counts": memory.counts(),
+            "embedding_model": embeddings.model_name if embeddings is not None else None,
+        }
+    )
+    if embeddings is not None:
+        buffer = io.BytesIO()
+        np.save(buffer, np.ascontiguousarray(embeddings.vectors), allow_pickle=False)
+        _atomic_write(path / EMBEDDINGS_FILE, buffer.getvalue())
+        ids_doc = {
+            "model": embeddings.model_name,
+            "digest": embeddings.digest,
+            "ids": list(embeddings.ids),
+        }
+        _atomic_write(path / EMBEDDING_IDS_FILE, _json_bytes(ids_doc))
+    else:
+        for name in (EMBEDDINGS_FILE, EMBEDDING_IDS_FILE):
+            (path / name).unlink(missing_ok=True)
+    _atomic_write(path / MEMORY_FILE, _json_bytes(memory_document(memory)))
+    _atomic_write(path / MANIFEST_FILE, _json_bytes(manifest.model_dump(mode="json")))
+    return manifest
+
+
+def memory_document(memory: VideoMemory) -> dict[str, Any]:
+    """The content of memory.json: plain JSON data, nodes and relations in a stable order."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "root_id": memory.root.id,
+        "nodes": [n.model_dump(mode="json") for n in _hierarchy_order(memory)],
+        "edges": [r.model_dump(mode="json") for r in memory.relations()],
+        "unification": [g.model_dump(mode="json") for g in memory.unification],
+        "clips": [c.model_dump(mode="json") for c in memory.clips],
+    }
+
+
+def _hierarchy_order(memory: VideoMemory) -> list[Any]:
+    ordered = [memory.root]
+    for super_event in memory.super_events():
+        ordered.append(super_event)
+        for macro in memory.macro_events(super_event.id):
+            ordered.append(macro)
+            ordered.extend(memory.children(macro.id))
+    return ordered
+
+
+def _json_bytes(data: Any) -> bytes:
+    return (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    descriptor, temporary = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: str | Path, data: Any) -> None:
+    """Write JSON to ``path`` through a temporary file (shared with the MemDreamer exporter)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, _json_bytes(data))
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_memory(path: str | Path, *, expected_fingerprint: str | None = None) -> VideoMemory:
+    """Read a native memory directory, refusing one built from a different video.
+
+    ``expected_fingerprint`` is the fingerprint of the video the memory will be used with
+    (``videotapestry.video.fingerprint``). A memory that records no fingerprint (for example
+    one imported from MemDreamer without ``--fingerprint``) cannot be checked and is accepted
+    with a warning.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise MemoryFormatError(f"memory directory {path} does not exist")
+    manifest_file = path / MANIFEST_FILE
+    if not manifest_file.is_file():
+        raise MemoryFormatError(
+            f"{path} is not a videotapestry memory directory: {MANIFEST_FILE} is missing"
+        )
+    manifest_data = read_json(manifest_file)
+    _check_version(manifest_data, manifest_file)
+    manifest = _validate(TypeAdapter(MemoryManifest), manifest_data, manifest_file, "")
+    check_fingerprint(manifest, expected_fingerprint, origin=str(path))
+    memory_file = path / MEMORY_FILE
+    if not memory_file.is_file():
+        raise MemoryFormatError(f"{path}: {MEMORY_FILE} is missing")
+    memory = parse_memory_document(read_json(memory_file), memory_file)
+    memory = memory.with_manifest(manifest)
+    embeddings = _load_embeddings(path)
+    return memory.with_embeddings(embeddings) if embeddings is not None else memory
+
+
+def check_fingerprint(
+    manifest: MemoryManifest | None, expected: str | None, *, origin: str = "memory"
+) -> None:
+    """Raise ``FingerprintMismatchError`` when the memory's video is not the expected video."""
+    if expected is None:
+        return
+    stored = manifest.video_fingerprint if manifest is not None else None
+    if stored is None:
+        logger.warning(
+            "%s records no video fingerprint; cannot check it was built from this video", origin
+        )
+        return
+    if stored != expected:
+        raise FingerprintMismatchError(
+            f"{origin} was built from a different video (memory fingerprint {stored}, "
+            f"this video {expected}); build or import the memory for this video"
+        )
+
+
+def read_json(path: Path) -> Any:
+    """JSON from ``path`` with errors that name the file (and line/column when malformed)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise MemoryFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise MemoryFormatError(f"{path} is not UTF-8 text: {exc.reason}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MemoryFormatError(
+            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+
+
+def parse_memory_document(data: Any, origin: Path | str) -> VideoMemory:
+    """Validate the content of memory.json into a ``VideoMemory``; errors name file and field."""
+    if not isinstance(data, dict):
+        raise MemoryFormatError(f"{origin}: expected a JSON object at the top level")
+    _check_version(data, origin)
+    nodes = [
+        _validate(_NODE, item, origin, f"nodes[{i}]")
+        for i, item in enumerate(_list(data, "nodes", origin))
+    ]
+    relations = [
+        _validate(_RELATION, item, origin, f"edges[{i}]")
+        for i, item in enumerate(_list(data, "edges", origin, required=False))
+    ]
+    groups = [
+        _validate(_GROUP, item, origin, f"unification[{i}]")
+        for i, item in enumerate(_list(data, "unification", origin, required=False))
+    ]
+    clips = [
+        _validate(_CLIP, item, origin, f"clips[{i}]")
+        for i, item in enumerate(_list(data, "clips", origin, required=False))
+    ]
+    roots = [n for n in nodes if isinstance(n, RootEvent)]
+    if len(roots) != 1:
+        raise MemoryFormatError(
+            f"{origin}: field 'nodes' must hold one RootEvent, found {len(roots)}"
+        )
+    return VideoMemory(
+        root=roots[0],
+        super_events=[n for n in nodes if isinstance(n, SuperEvent)],
+        macro_events=[n for n in nodes if isinstance(n, MacroEvent)],
+        subgraph_nodes=[n for n in nodes if isinstance(n, (EntityNode, EventNode, OCRTextNode))],
+        relations=relations,
+        unification=groups,
+        clips=clips,
+        origin=str(origin),
+    )
+
+
+def _check_version(data: Any, origin: Path | str) -> None:
+    if not isinstance(data, dict):
+        raise MemoryFormatError(f"{origin}: expected a JSON object at the top level")
+    version = data.get("schema_version")
+    if version is None:
+        raise MemoryFormatError(f"{origin}: field 'schema_version' is missing")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise MemoryFormatError(
+            f"{origin}: field 'schema_version' must be an integer, got {version!r}"
+        )
+    if version != SCHEMA_VERSION:
+        hint = "upgrade videotapestry" if version > SCHEMA_VERSION else "rebuild or re-import it"
+        raise MemoryFormatError(
+            f"{origin}: unknown schema_version {version} (this videotapestry reads version "
+            f"{SCHEMA_VERSION}); {hint}"
+        )
+
+
+def _list(
+    data: dict[str, Any], key: str, origin: Path | str, *, required: bool = True
+) -> list[Any]:
+    value = data.get(key)
+    if value is None and not required:
+        return []
+    if not isinstance(value, list):
+        got = "missing" if value is None else f"a {type(value).__name__}"
+        raise MemoryFormatError(f"{origin}: field {key!r} must be a list, but it is {got}")
+    return value
+
+
+def _validate(adapter: TypeAdapter[Any], item: Any, origin: Path | str, where: str) -> Any:
+    try:
+        return adapter.validate_python(item)
+    except ValidationError as exc:
+        raise MemoryFormatError(describe_validation_error(exc, origin, where, item)) from None
+
+
+def describe_validation_error(
+    exc: ValidationError, origin: Path | str, where: str, item: Any = None
+) -> str:
+    """One line per problem: ``file: field nodes[3].time_range (node 'slot2_o1'): message``."""
+    node_id = item.get("id") if isinstance(item, dict) else None
+    label = f" (id {node_id!r})" if isinstance(node_id, str) else ""
+    lines = []
+    for error in exc.errors()[:5]:
+        loc = [str(p) for p in error["loc"]]
+        # Discriminated unions put the kind name first in the location; it is not a field.
+        if loc and loc[0] in (
+            "RootEvent",
+            "SuperEvent",
+            "MacroEvent",
+            "Entity",
+            "Event",
+            "OCRText",
+        ):
+            loc = loc[1:]
+        field_path = ".".join(p for p in (where, *loc) if p) or "(top level)"
+        lines.append(f"{origin}: field {field_path}{label}: {error['msg']}")
+    return "\n".join(lines)
+
+
+def _load_embeddings(path: Path) -> NodeEmbeddings | None:
+    vectors_file, ids_file = path / EMBEDDINGS_FILE, path / EMBEDDING_IDS_FILE
+    if not vectors_file.is_file() and not ids_file.is_file():
+        return None
+    if not (vectors_file.is_file() and ids_file.is_file()):
+        present, missing = (
+            (vectors_file, ids_file) if vectors_file.is_file() else (ids_file, vectors_file)
+        )
+        raise MemoryFormatError(
+            f"{present} exists but {missing.name} is missing; delete {present.name} to recompute"
+        )
+    try:
+        vectors = np.load(vectors_file, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise MemoryFormatError(
+            f"{vectors_file} is not a plain numeric .npy array ({exc}); delete it to recompute"
+        ) from None
+    ids_doc = read_json(ids_file)
+    if not isinstance(ids_doc, dict):
+        raise MemoryFormatError(f"{ids_file}: expected a JSON object with 'model' and 'ids'")
+    model, digest, ids = ids_doc.get("model"), ids_doc.get("digest", ""), ids_doc.get("ids")
+    if not isinstance(model, str) or not model:
+        raise MemoryFormatError(f"{ids_file}: field 'model' must name the embedding model")
+    if not _is_str_list(ids):
+        raise MemoryFormatError(f"{ids_file}: field 'ids' must be a list of node id strings")
+    if vectors.dtype.kind != "f":
+        raise MemoryFormatError(
+            f"{vectors_file}: expected float vectors, got dtype {vectors.dtype}"
+        )
+    if vectors.ndim != 2 or vectors.shape[0] != len(ids):
+        raise MemoryFormatError(
+            f"{vectors_file}: shape {vectors.shape} does not match the {len(ids)} ids in "
+            f"{ids_file.name}; delete both files to recompute"
+        )
+    return NodeEmbeddings(model, tuple(ids), vectors, str(digest))
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)

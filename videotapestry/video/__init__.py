@@ -1,0 +1,53 @@
+"""Video tools: reading frames with true timestamps, window rules, grids and JPEG encoding."""
+
+from videotapestry.video.encoding import (
+    encode_jpeg,
+    frame_images,
+    individual_frame_budget,
+    overview_frame_budget,
+    overview_images,
+)
+from videotapestry.video.grids import FrameGrid, pack_grids
+from videotapestry.video.reader import (
+    DecordReader,
+    Frame,
+    OpenCVReader,
+    VideoInfo,
+    VideoReader,
+    fingerprint,
+    open_video,
+    probe,
+)
+from videotapestry.video.sampling import sample_uniform, sample_windows
+from videotapestry.video.timecode import format_timestamp
+from videotapestry.video.windows import (
+    TimeWindow,
+    asr_windows,
+    observation_windows,
+    visual_window,
+)
+
+__all__ = [
+    "DecordReader",
+    "Frame",
+    "FrameGrid",
+    "OpenCVReader",
+    "TimeWindow",
+    "VideoInfo",
+    "VideoReader",
+    "asr_windows",
+    "encode_jpeg",
+    "fingerprint",
+    "format_timestamp",
+    "frame_images",
+    "individual_frame_budget",
+    "observation_windows",
+    "open_video",
+    "overview_frame_budget",
+    "overview_images",
+    "pack_grids",
+    "probe",
+    "sample_uniform",
+    "sample_windows",
+    "visual_window",
+]

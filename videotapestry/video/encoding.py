@@ -1,0 +1,115 @@
+"""Turning sampled frames into the JPEG images a model call carries.
+
+Two observation modes (SPEC §5): the Overview packs its frames into timestamp-labelled grids
+(``overview_images``), Skim and Focus send individual frames (``frame_images``), each with its
+timestamp burned into the corner by default, because a chat message carries its images after
+its text and the model could not otherwise tell which image shows which moment. Every image is
+scaled so its longer side is at most ``images.max_side`` and encoded at ``images.jpeg_quality``.
+
+Budgets are enforced here, before any encoding work: more frames or images than the config
+allows raise ``ImageLimitError`` (the caller should have sampled ``*_frame_budget`` frames).
+Each ``ImagePart`` keeps the timestamps it shows, for traces and notebooks.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import cv2
+import numpy as np
+from PIL import Image
+
+from videotapestry.config import ImagesConfig, LevelSettings, OverviewSettings
+from videotapestry.errors import ImageLimitError
+from videotapestry.llm.types import ImagePart
+from videotapestry.video.grids import draw_label, grid_count, label_font, pack_grids
+from videotapestry.video.reader import Frame
+from videotapestry.video.timecode import format_timestamp, label_decimals
+
+
+def overview_frame_budget(images: ImagesConfig, overview: OverviewSettings) -> int:
+    """How many frames an Overview observation can show: frames cap, grid cap, per-call cap."""
+    cells = overview.grid_columns * overview.grid_rows
+    return min(overview.max_frames, min(overview.max_grids, images.max_per_call) * cells)
+
+
+def individual_frame_budget(images: ImagesConfig, level: LevelSettings) -> int:
+    """How many individual frames a Skim/Focus observation can show."""
+    return min(level.max_frames, images.max_per_call)
+
+
+def resize_to_fit(image: np.ndarray, max_side: int) -> np.ndarray:
+    """Scale down (never up) so that the longer side is at most ``max_side``."""
+    height, width = image.shape[:2]
+    longest = max(height, width)
+    if longest <= max_side:
+        return image
+    scale = max_side / longest
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    return cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+
+
+def encode_jpeg(image: np.ndarray | Image.Image, *, max_side: int, quality: int) -> bytes:
+    """JPEG bytes of an RGB image, scaled down to ``max_side`` first when larger."""
+    array = np.asarray(image.convert("RGB")) if isinstance(image, Image.Image) else image
+    array = resize_to_fit(array, max_side)
+    buffer = io.BytesIO()
+    Image.fromarray(array).save(buffer, format="JPEG", quality=quality)
+    return buffer.getvalue()
+
+
+def overview_images(
+    frames: Sequence[Frame], images: ImagesConfig, overview: OverviewSettings
+) -> list[ImagePart]:
+    """The Overview's grids (cells in time order, labelled), as JPEG ``ImagePart`` objects."""
+    budget = overview_frame_budget(images, overview)
+    if len(frames) > budget:
+        grids_needed = grid_count(len(frames), overview.grid_columns, overview.grid_rows)
+        raise ImageLimitError(
+            f"{len(frames)} frames make {grids_needed} grids; the Overview may show at most "
+            f"{budget} frames (agents.overview.max_frames={overview.max_frames}, "
+            f"max_grids={overview.max_grids}, images.max_per_call={images.max_per_call})"
+        )
+    grids = pack_grids(
+        frames,
+        columns=overview.grid_columns,
+        rows=overview.grid_rows,
+        grid_width=images.max_side,
+    )
+    parts = []
+    for number, grid in enumerate(grids, start=1):
+        jpeg = encode_jpeg(grid.image, max_side=images.max_side, quality=images.jpeg_quality)
+        span = f"{grid.labels[0]}-{grid.labels[-1]}" if len(grid.labels) > 1 else grid.labels[0]
+        parts.append(ImagePart(jpeg, f"grid {number}/{len(grids)} {span}", grid.timestamps))
+    return parts
+
+
+def frame_images(
+    frames: Sequence[Frame],
+    images: ImagesConfig,
+    *,
+    max_frames: int,
+    label: bool = True,
+) -> list[ImagePart]:
+    """Individual frames (Skim/Focus) in time order, each its own JPEG ``ImagePart``."""
+    cap = min(max_frames, images.max_per_call)
+    if len(frames) > cap:
+        raise ImageLimitError(
+            f"{len(frames)} individual frames exceed the cap of {cap} "
+            f"(level max_frames={max_frames}, images.max_per_call={images.max_per_call})"
+        )
+    ordered = sorted(frames, key=lambda f: f.timestamp_s)
+    decimals = label_decimals([f.timestamp_s for f in ordered])
+    parts = []
+    for frame in ordered:
+        text = format_timestamp(frame.timestamp_s, decimals)
+        array = resize_to_fit(frame.image, images.max_side)
+        if label:
+            picture = Image.fromarray(array)
+            height = picture.height
+            draw_label(picture, text, (0, 0, picture.width, height), label_font(height))
+            array = np.asarray(picture)
+        jpeg = encode_jpeg(array, max_side=images.max_side, quality=images.jpeg_quality)
+        parts.append(ImagePart(jpeg, f"frame {text}", (frame.timestamp_s,)))
+    return parts

@@ -1,0 +1,449 @@
+"""Reading frames from a video file, with the true timestamp of every frame returned.
+
+What the agents "see" is exactly what this module returns, so two things matter above speed:
+a frame's timestamp must be the time that frame is on screen, and a bad file must fail with an
+error that names it. Conventions:
+
+- Frame ``i`` is on screen during ``[i / fps, (i + 1) / fps)``; its timestamp is ``i / fps``
+  and the video's duration is ``frame_count / fps``. The frame shown at time ``t`` is
+  ``floor(t * fps)`` (``index_at``), so a returned timestamp is never later than the one asked
+  for and never more than one frame earlier.
+- Frames are RGB ``uint8`` arrays of shape ``(height, width, 3)``.
+
+``DecordReader`` decodes in batches on decord's threads and knows where the keyframes are
+(which uniform sampling uses to avoid long decodes); ``OpenCVReader`` is the fallback that
+opens what decord cannot. ``open_video`` picks one per ``VideoConfig.backend``. Probing
+(duration, size, audio present) goes through PyAV, which reads only the container headers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from videotapestry.config import VideoConfig
+from videotapestry.errors import (
+    NoDecodableFramesError,
+    VideoError,
+    VideoNotFoundError,
+    VideoUnreadableError,
+    VideoWindowError,
+)
+
+_log = logging.getLogger(__name__)
+
+#: Bytes hashed from each of several places in the file by ``fingerprint``.
+FINGERPRINT_CHUNK = 64 * 1024
+_EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """What is known about a video file without decoding it."""
+
+    path: str
+    duration_s: float
+    fps: float
+    frame_count: int
+    width: int
+    height: int
+    has_audio: bool
+    fingerprint: str
+
+
+@dataclass(frozen=True, eq=False)
+class Frame:
+    """One decoded frame; ``timestamp_s`` is ``index / fps``, the time it appears on screen."""
+
+    timestamp_s: float
+    index: int
+    image: np.ndarray = field(repr=False)
+
+
+@runtime_checkable
+class VideoReader(Protocol):
+    """An open video. Readers are not thread-safe across calls; open one per worker."""
+
+    info: VideoInfo
+    config: VideoConfig
+
+    def frames_at(self, timestamps: Sequence[float]) -> list[Frame]:
+        """The frames on screen at ``timestamps``, in the order asked (repeats allowed)."""
+        ...
+
+    def frames_at_indices(self, indices: Sequence[int]) -> list[Frame]:
+        """The frames with these indices, in the order asked (repeats allowed)."""
+        ...
+
+    def keyframe_indices(self) -> np.ndarray | None:
+        """Sorted indices of the keyframes, or None when the backend cannot tell cheaply."""
+        ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> VideoReader: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+# --------------------------------------------------------------------------- probing
+
+
+def fingerprint(path: str | Path) -> str:
+    """A cheap content identity: the size plus a hash of five 64 KiB slices of the file.
+
+    Reading a few slices instead of the whole file keeps this instant for multi-GB videos,
+    while a re-encode, a trim or a different file of the same name still changes it. Memories
+    and transcript caches store this string to detect that they belong to another video.
+    """
+    file = _check_file(path)
+    size = file.stat().st_size
+    digest = hashlib.sha256(str(size).encode())
+    with file.open("rb") as handle:
+        for fraction in (0.0, 0.25, 0.5, 0.75, 1.0):
+            offset = max(0, min(int(size * fraction), size - FINGERPRINT_CHUNK))
+            handle.seek(offset)
+            digest.update(handle.read(FINGERPRINT_CHUNK))
+    return f"v1-{size}-{digest.hexdigest()[:24]}"
+
+
+def probe(path: str | Path) -> VideoInfo:
+    """Duration, fps, frame count, size and audio presence, from the container headers.
+
+    The frame count is the container's when it records one, else estimated from the stream
+    duration; the readers replace it with their decoder's exact count.
+    """
+    file = _check_file(path)
+    import av
+
+    try:
+        container = av.open(str(file))
+    except (av.error.FFmpegError, UnicodeDecodeError, ValueError) as exc:
+        raise VideoUnreadableError(
+            f"{file} cannot be opened as a video (truncated, corrupt, or not a video file): "
+            f"{_reason(exc)}",
+            path=str(file),
+        ) from None
+    with container:
+        if not container.streams.video:
+            raise VideoUnreadableError(
+                f"{file} has no video stream (is it an audio or subtitle file?)", path=str(file)
+            )
+        stream = container.streams.video[0]
+        rate = stream.average_rate or stream.guessed_rate or stream.base_rate
+        fps = float(rate) if rate else 0.0
+        duration = _stream_duration(container, stream)
+        count = int(stream.frames or 0)
+        if count <= 0 and fps > 0 and duration > 0:
+            count = round(duration * fps)
+        width, height = stream.codec_context.width, stream.codec_context.height
+        has_audio = bool(container.streams.audio)
+    if fps <= 0 or count <= 0 or width <= 0 or height <= 0:
+        raise NoDecodableFramesError(
+            f"{file} has a video stream but no decodable frames "
+            f"(frames={count}, fps={fps:g}, size={width}x{height})",
+            path=str(file),
+        )
+    return VideoInfo(
+        path=str(file),
+        duration_s=count / fps,
+        fps=fps,
+        frame_count=count,
+        width=width,
+        height=height,
+        has_audio=has_audio,
+        fingerprint=fingerprint(file),
+    )
+
+
+def index_at(t: float, fps: float, frame_count: int) -> int:
+    """The index of the frame on screen at ``t`` seconds, clamped to the video."""
+    return min(max(math.floor(t * fps + _EPS), 0), frame_count - 1)
+
+
+def decode_size(width: int, height: int, max_side: int | None) -> tuple[int, int]:
+    """The (width, height) frames are decoded at: native, or scaled so the longer side fits."""
+    if not max_side or max(width, height) <= max_side:
+        return width, height
+    scale = max_side / max(width, height)
+    return max(2, round(width * scale / 2) * 2), max(2, round(height * scale / 2) * 2)
+
+
+# --------------------------------------------------------------------------- readers
+
+
+class _ReaderBase:
+    backend = "base"
+
+    def __init__(self, info: VideoInfo, config: VideoConfig) -> None:
+        self.info = info
+        self.config = config
+        self._lock = threading.Lock()
+
+    def frames_at(self, timestamps: Sequence[float]) -> list[Frame]:
+        indices = [self._index_for(t) for t in timestamps]
+        return self.frames_at_indices(indices)
+
+    def frames_at_indices(self, indices: Sequence[int]) -> list[Frame]:
+        wanted = [int(i) for i in indices]
+        for index in wanted:
+            if not 0 <= index < self.info.frame_count:
+                raise VideoWindowError(
+                    f"frame {index} is outside {self.info.path} "
+                    f"(frames 0..{self.info.frame_count - 1})",
+                    path=self.info.path,
+                )
+        unique = sorted(set(wanted))
+        if not unique:
+            return []
+        if self._closed():
+            raise VideoError(f"the reader of {self.info.path} is closed", path=self.info.path)
+        with self._lock:
+            images = self._decode(unique)
+        by_index = {
+            index: Frame(index / self.info.fps, index, image)
+            for index, image in zip(unique, images, strict=True)
+        }
+        return [by_index[index] for index in wanted]
+
+    def keyframe_indices(self) -> np.ndarray | None:
+        return None
+
+    def _index_for(self, t: float) -> int:
+        duration = self.info.duration_s
+        if not math.isfinite(t) or t < -_EPS or t > duration + _EPS:
+            raise VideoWindowError(
+                f"timestamp {t:g} s is outside {self.info.path} (0 to {duration:.3f} s)",
+                path=self.info.path,
+            )
+        return index_at(t, self.info.fps, self.info.frame_count)
+
+    def _decode(self, indices: list[int]) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def _closed(self) -> bool:
+        raise NotImplementedError
+
+    def _decode_failed(
+        self, indices: int | Sequence[int], exc: BaseException | str
+    ) -> NoDecodableFramesError:
+        wanted = [indices] if isinstance(indices, int) else list(indices)
+        what = f"frame {wanted[0]}" if len(wanted) == 1 else f"frames {wanted[0]}..{wanted[-1]}"
+        return NoDecodableFramesError(
+            f"{self.info.path}: {what} (from {wanted[0] / self.info.fps:.3f} s) cannot be "
+            f"decoded with {self.backend} (file truncated or corrupt?): {_reason(exc)}",
+            path=self.info.path,
+        )
+
+    def close(self) -> None:  # pragma: no cover - overridden
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.info.path!r})"
+
+
+class DecordReader(_ReaderBase):
+    """decord's batch decoder; seeks to the keyframe before each wanted frame only when needed."""
+
+    backend = "decord"
+
+    def __init__(
+        self, path: str | Path, config: VideoConfig | None = None, *, info: VideoInfo | None = None
+    ) -> None:
+        config = config or VideoConfig()
+        info = info or probe(path)
+        try:
+            import decord
+        except ImportError as exc:
+            raise VideoUnreadableError(
+                f"decord is not installed, cannot open {info.path} with it", path=info.path
+            ) from exc
+        width, height = decode_size(info.width, info.height, config.decode_max_side)
+        sized = (width, height) != (info.width, info.height)
+        try:
+            self._reader = decord.VideoReader(
+                info.path,
+                ctx=decord.cpu(0),
+                num_threads=config.decode_threads,
+                width=width if sized else -1,
+                height=height if sized else -1,
+            )
+            count = len(self._reader)
+            fps = float(self._reader.get_avg_fps())
+        except Exception as exc:  # decord raises DECORDError and RuntimeError alike
+            raise VideoUnreadableError(
+                f"decord cannot open {info.path}: {_reason(exc)}", path=info.path
+            ) from None
+        if count <= 0 or not fps > 0:
+            raise NoDecodableFramesError(
+                f"{info.path} has no decodable frames (decord counts {count} at {fps:g} fps)",
+                path=info.path,
+            )
+        super().__init__(replace(info, frame_count=count, fps=fps, duration_s=count / fps), config)
+        self._keyframes: np.ndarray | None = None
+        self._decode([0])  # fail at open, not at first use, when nothing decodes
+
+    def _decode(self, indices: list[int]) -> list[np.ndarray]:
+        try:
+            batch = self._reader.get_batch(indices).asnumpy()
+        except Exception as exc:
+            raise self._decode_failed(indices, exc) from None
+        return list(batch)
+
+    def keyframe_indices(self) -> np.ndarray | None:
+        if self._keyframes is None:
+            try:
+                self._keyframes = np.asarray(self._reader.get_key_indices(), dtype=np.int64)
+            except Exception:
+                return None
+        return self._keyframes
+
+    def close(self) -> None:
+        self._reader = None  # decord frees its decoder when the object goes
+
+    def _closed(self) -> bool:
+        return self._reader is None
+
+
+class OpenCVReader(_ReaderBase):
+    """OpenCV's FFmpeg backend, frame-accurate: short hops decode forward, long ones seek."""
+
+    backend = "opencv"
+    #: Up to this many frames ahead, decoding forward is cheaper than a seek (which decodes from
+    #: the previous keyframe anyway, and OpenCV cannot say where that is).
+    forward_limit = 48
+
+    def __init__(
+        self, path: str | Path, config: VideoConfig | None = None, *, info: VideoInfo | None = None
+    ) -> None:
+        import cv2
+
+        config = config or VideoConfig()
+        info = info or probe(path)
+        params = [cv2.CAP_PROP_N_THREADS, config.decode_threads] if config.decode_threads else []
+        capture = cv2.VideoCapture(info.path, cv2.CAP_FFMPEG, params)
+        if not capture.isOpened():
+            raise VideoUnreadableError(f"OpenCV cannot open {info.path}", path=info.path)
+        count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0) or info.frame_count
+        fps = float(capture.get(cv2.CAP_PROP_FPS) or 0) or info.fps
+        super().__init__(replace(info, frame_count=count, fps=fps, duration_s=count / fps), config)
+        self._capture = capture
+        self._next = 0  # index the next read() returns
+        self._size = decode_size(info.width, info.height, config.decode_max_side)
+        try:
+            self._decode([0])  # fail at open, not at first use, when nothing decodes
+        except NoDecodableFramesError:
+            self.close()
+            raise
+
+    def _decode(self, indices: list[int]) -> list[np.ndarray]:
+        import cv2
+
+        images = []
+        for index in indices:
+            if not self._next <= index <= self._next + self.forward_limit:
+                self._capture.set(cv2.CAP_PROP_POS_FRAMES, index)
+                self._next = index
+            while self._next < index:
+                if not self._capture.grab():
+                    raise self._decode_failed(self._next, "the decoder returned no frame")
+                self._next += 1
+            ok, bgr = self._capture.read()
+            landed = int(self._capture.get(cv2.CAP_PROP_POS_FRAMES)) - 1
+            if not ok or bgr is None or landed != index:
+                self._next = -(self.forward_limit + 2)  # position unknown: seek next time
+                # A seek past the end of a truncated file lands on the last frame it has; a
+                # wrong frame with a right timestamp is worse than an error.
+                why = "no frame" if not ok or bgr is None else f"frame {landed} instead"
+                raise self._decode_failed(index, f"the decoder returned {why}")
+            self._next = index + 1
+            rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+            if rgb.shape[1::-1] != self._size:
+                rgb = cv2.resize(rgb, self._size, interpolation=cv2.INTER_AREA)
+            images.append(rgb)
+        return images
+
+    def close(self) -> None:
+        if self._capture is not None:
+            self._capture.release()
+            self._capture = None
+
+    def _closed(self) -> bool:
+        return self._capture is None
+
+
+def open_video(path: str | Path, config: VideoConfig | None = None) -> VideoReader:
+    """Open ``path`` with the configured backend; ``auto`` tries decord, then OpenCV.
+
+    The file is probed first, so missing, empty, truncated and non-video files fail with a
+    typed error before any decoder is tried. In ``auto`` mode a file that decord cannot open
+    is opened with OpenCV; if that fails too, the error carries both reasons.
+    """
+    config = config or VideoConfig()
+    info = probe(path)
+    if config.backend == "opencv":
+        return OpenCVReader(path, config, info=info)
+    if config.backend == "decord":
+        return DecordReader(path, config, info=info)
+    try:
+        return DecordReader(path, config, info=info)
+    except VideoError as decord_error:
+        try:
+            reader = OpenCVReader(path, config, info=info)
+            _log.info("decord cannot read %s (%s); using OpenCV", info.path, decord_error)
+            return reader
+        except VideoError as opencv_error:
+            raise type(opencv_error)(
+                f"{info.path} cannot be read: {decord_error}; and {opencv_error}",
+                path=info.path,
+            ) from None
+
+
+def read_frames(path: str | Path, timestamps: Iterable[float], config: VideoConfig | None = None):
+    """Open, read the frames at ``timestamps`` and close: for one-off use."""
+    with open_video(path, config) as reader:
+        return reader.frames_at(list(timestamps))
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _check_file(path: str | Path) -> Path:
+    file = Path(path).expanduser()
+    if not file.exists():
+        raise VideoNotFoundError(f"video file {file} does not exist", path=str(file))
+    if not file.is_file():
+        raise VideoNotFoundError(f"video path {file} is not a file", path=str(file))
+    if file.stat().st_size == 0:
+        raise VideoUnreadableError(f"video file {file} is empty (0 bytes)", path=str(file))
+    if not os.access(file, os.R_OK):
+        raise VideoUnreadableError(f"video file {file} is not readable", path=str(file))
+    return file
+
+
+def _stream_duration(container, stream) -> float:
+    if stream.duration and stream.time_base:
+        return float(stream.duration * stream.time_base)
+    if container.duration:
+        return container.duration / 1_000_000  # AV_TIME_BASE
+    return 0.0
+
+
+def _reason(exc: BaseException | str) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
