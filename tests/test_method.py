@@ -455,3 +455,47 @@ def test_abatch_answers_every_question_in_order(
     assert all(r.answer == "B" for r in results)
     html = results[0]._repr_html_()
     assert "Overview Agent" in html and "data:image/jpeg;base64," in html
+
+
+def test_cli_ask_prints_one_json_object(
+    server: FakeOpenAIServer, video: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from videotapestry.cli import main
+
+    server.on(None, ScriptedModel())
+    trace = tmp_path / "trace.json"
+    args = [
+        "ask", str(video), "--memory", str(SAMPLE), "--question", QUESTION,
+        *[x for option in OPTIONS for x in ("--option", option)],
+        "-o", f"models.default.base_url={server.base_url}",
+        "-o", "cache.enabled=false",
+        "-o", "embedding.model=packaged:all-MiniLM-L6-v2",
+        "-o", "embedding.query_prompt_name=null",
+        "--json", "--trace", str(trace),
+    ]  # fmt: skip
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["answer"] == "B"
+    assert report["levels_visited"] == ["super", "macro", "subgraph"]
+    assert report["usage"]["calls"] == len(server.requests)
+    assert report["trace_path"] == str(trace)
+    saved = json.loads(trace.read_text())
+    assert saved["result"]["answer"] == "B" and saved["events"] and saved["levels"]
+    assert "[super] plan" in captured.err  # the progress display
+
+
+def test_cli_ask_reports_a_missing_video_clearly(
+    server: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from videotapestry.cli import main
+
+    code = main(
+        ["ask", str(tmp_path / "absent.mp4"), "--memory", str(SAMPLE), "--question", "Q?",
+         "--option", "A. a", "-o", f"models.default.base_url={server.base_url}"]
+    )  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "absent.mp4" in err and "Traceback" not in err

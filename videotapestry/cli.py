@@ -1,8 +1,9 @@
 """The ``videotapestry`` command line.
 
-Commands so far: ``prompts list|show`` (which template each role uses, overrides included),
-``config show`` (the fully resolved configuration) and ``check-endpoint`` (one real JSON
-call to the configured model, to check a key, base URL and model name before a long run).
+Commands: ``ask`` (one question, with a progress display and a saved trace),
+``import-memdreamer`` and ``inspect`` (memories), ``prompts list|show`` (which template each
+role uses, overrides included), ``config show`` (the fully resolved configuration) and
+``check-endpoint`` (one real JSON call, to check a key, base URL and model name first).
 Errors of ours print one line and exit with status 2 instead of a traceback.
 """
 
@@ -13,6 +14,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from videotapestry import __version__
 from videotapestry.config import MODEL_ROLES, Config, available_profiles, load_config
@@ -70,6 +72,24 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print one JSON object")
     _add_config_options(check)
 
+    ask = commands.add_parser(
+        "ask", help="answer one multiple-choice question about a video from its memory"
+    )
+    ask.add_argument("video", nargs="?", help="the video file (omit to answer from memory only)")
+    ask.add_argument("--memory", required=True, help="memory directory (native or MemDreamer)")
+    ask.add_argument("--question", required=True)
+    ask.add_argument(
+        "--option", action="append", required=True, metavar='"A. ..."', help="repeat per option"
+    )
+    ask.add_argument("--no-video", action="store_true", help="disable observation")
+    ask.add_argument("--subtitles", metavar="FILE", help="subtitle file (SRT, WebVTT, LVB JSON)")
+    ask.add_argument("--subtitle-offset", type=float, default=0.0, metavar="SECONDS")
+    ask.add_argument("--question-id", help="id for traces (default: a hash of the question)")
+    ask.add_argument("--trace", metavar="PATH", help="trace JSON (default: ./videotapestry-traces)")
+    ask.add_argument("--json", action="store_true", help="print one JSON object")
+    ask.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    _add_config_options(ask)
+
     importer = commands.add_parser(
         "import-memdreamer", help="convert a MemDreamer memory directory to the native format"
     )
@@ -112,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "check-endpoint":
             return asyncio.run(_check_endpoint(args))
+        if args.command == "ask":
+            return asyncio.run(_ask(args))
         if args.command == "import-memdreamer":
             return _import_memdreamer(args)
         if args.command == "inspect":
@@ -233,3 +255,62 @@ def _inspect(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+async def _ask(args: argparse.Namespace) -> int:
+    from videotapestry.api import VideoTapestry
+
+    overrides = list(args.override)
+    if args.prompts_dir:
+        overrides.append(f"prompts.override_dir={args.prompts_dir}")
+    if args.subtitles:
+        overrides.append("asr.source=subtitles")
+    vt = VideoTapestry(args.config, profile=args.profile, overrides=overrides)
+
+    def progress(event: dict) -> None:
+        if args.quiet:
+            return
+        detail = {k: v for k, v in event.items() if k not in ("level", "step", "agent")}
+        extra = f" {detail}" if detail else ""
+        print(f"[{event.get('level')}] {event.get('step')}{extra}", file=sys.stderr, flush=True)
+
+    try:
+        result = await vt.aanswer(
+            args.video,
+            args.memory,
+            args.question,
+            args.option,
+            question_id=args.question_id,
+            no_video=args.no_video,
+            subtitle_path=args.subtitles,
+            subtitle_offset_s=args.subtitle_offset,
+            progress=progress,
+        )
+    finally:
+        await vt.aclose()
+    trace_path = result.save_trace(
+        args.trace or Path("videotapestry-traces") / f"{result.question_id}.json"
+    )
+    summary = result.to_dict()
+    if args.json:
+        print(json.dumps({**summary, "trace_path": str(trace_path)}, ensure_ascii=False))
+        return 0
+    chosen = next((o for o in result.options if o.lstrip("( ").startswith(result.answer)), "")
+    print(f"answer: {result.answer}  {chosen}")
+    print(f"reasoning: {result.reasoning}")
+    for outcome in result.levels:
+        handed = "STOP" if outcome.stop else f"-> {', '.join(outcome.selected_ids)}"
+        looks = ", ".join(
+            f"{o.kind} {len(o.frame_times) or o.transcript_lines}" for o in outcome.observations
+        )
+        seen = looks or "no observation"
+        print(f"  {outcome.agent:<15} {len(outcome.candidate_ids)} candidates, {seen}; {handed}")
+    usage = result.usage
+    print(
+        f"calls {usage.calls}, images {usage.images}, tokens {usage.prompt_tokens}/"
+        f"{usage.completion_tokens}, memory ≈{result.memory_tokens} tokens, "
+        f"{result.elapsed_s:.1f} s; trace: {trace_path}"
+    )
+    if result.observation_disabled:
+        print(f"observation disabled: {result.observation_disabled}")
+    return 0
