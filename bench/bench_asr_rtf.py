@@ -8,9 +8,10 @@ Two inputs, both transcribed without the transcript cache:
   which is the fair case: VAD can skip almost nothing.
 
 Real-time factor = audio seconds / seconds of work (audio decoding + recognition); model
-loading is reported separately. Goal: >= 20x on 2 cores.
+loading is reported separately. Word error rate against the known sentences is printed too,
+so a faster setting that loses words shows up. Goal: >= 20x on 2 cores.
 
-    python bench/bench_asr_rtf.py [--minutes 5] [--threads 0 2]
+    python bench/bench_asr_rtf.py [--minutes 5] [--beams 1 5] [--threads 0]
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -53,8 +55,23 @@ def dense_speech_video(minutes: float) -> Path:
     return path
 
 
-def measure(path: Path, threads: int) -> tuple[float, float, float]:
-    asr = load_config(profile="offline", overrides=[f"asr.cpu_threads={threads}"]).asr
+def words(text: str) -> list[str]:
+    return re.sub(r"[^a-z' ]+", " ", text.lower()).split()
+
+
+def word_error_rate(reference: list[str], hypothesis: list[str]) -> float:
+    previous = list(range(len(hypothesis) + 1))
+    for i, ref in enumerate(reference, start=1):
+        current = [i]
+        for j, hyp in enumerate(hypothesis, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ref != hyp)))
+        previous = current
+    return previous[-1] / max(1, len(reference))
+
+
+def measure(path: Path, beam: int, threads: int) -> dict[str, float]:
+    overrides = [f"asr.beam_size={beam}", f"asr.cpu_threads={threads}"]
+    asr = load_config(profile="offline", overrides=overrides).asr
     transcriber = WhisperTranscriber(asr, cache=None)
     started = time.perf_counter()
     transcriber._load()
@@ -62,24 +79,38 @@ def measure(path: Path, threads: int) -> tuple[float, float, float]:
     info = probe(path)
     lines = transcriber.transcribe(info, [TimeWindow(0.0, info.duration_s)])
     stats = transcriber.stats
-    assert lines, "no speech recognized"
-    return load_s, stats.audio_seconds, stats.decode_seconds + stats.recognize_seconds
+    spoken = [w for line in lines for w in words(line.text)]
+    truth = json.loads(TRUTH.read_text(encoding="utf-8"))
+    block = [w for sentence in truth["sentences"] for w in words(sentence["text"])]
+    repeats = max(1, round(len(spoken) / len(block)))  # the dense video repeats the block
+    return {
+        "load_s": load_s,
+        "audio_s": stats.audio_seconds,
+        "work_s": stats.decode_seconds + stats.recognize_seconds,
+        "wer": word_error_rate(block * repeats, spoken),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=5.0)
-    parser.add_argument("--threads", type=int, nargs="+", default=[0, 2])
+    parser.add_argument("--beams", type=int, nargs="+", default=[1, 5])
+    parser.add_argument("--threads", type=int, nargs="+", default=[0])
     args = parser.parse_args()
     dense = dense_speech_video(args.minutes)
-    print(f"cores: {os.cpu_count()}; model: packaged:tiny.en, int8, beam 5, VAD, word times")
+    print(f"cores: {os.cpu_count()}; model: packaged:tiny.en, int8, VAD, word timestamps")
+    print(
+        f"{'input':<24} {'beam':>4} {'threads':>7} {'audio':>6} {'work':>6} {'x real time':>11} "
+        f"{'WER':>6} {'load':>5}"
+    )
     for threads in args.threads:
-        for name, path in (("fixture (36 s, sparse)", FIXTURE), (f"dense {dense.stem}", dense)):
-            load_s, audio_s, work_s = measure(path, threads)
-            print(
-                f"cpu_threads={threads}: {name}: {audio_s:.0f} s audio in {work_s:.1f} s "
-                f"-> {audio_s / work_s:.1f}x real time (model load {load_s:.1f} s)"
-            )
+        for beam in args.beams:
+            for name, path in (("fixture 36 s (sparse)", FIXTURE), (dense.stem, dense)):
+                r = measure(path, beam, threads)
+                print(
+                    f"{name:<24} {beam:>4} {threads:>7} {r['audio_s']:>5.0f}s {r['work_s']:>5.1f}s "
+                    f"{r['audio_s'] / r['work_s']:>10.1f}x {r['wer']:>6.1%} {r['load_s']:>4.1f}s"
+                )
 
 
 if __name__ == "__main__":

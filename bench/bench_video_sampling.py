@@ -2,9 +2,11 @@
 
 Compares, in the same run, each method in a fresh process (so peak memory is its own):
 
-- ours          open_video (decord) + sample_uniform with the default config (keyframe snapping)
+- ours          open_video + sample_uniform with the default config (PyAV, keyframe snapping)
 - ours_exact    the same with keyframe_snap=0: the exact centre frame of every slot
-- ours_opencv   our OpenCV fallback reader, exact frames
+- decord        our decord reader, keyframe snapping (``video.backend=decord``)
+- decord_exact  our decord reader, exact centre frames
+- opencv        our OpenCV reader (it cannot see keyframes: exact centre frames)
 - cv_seek       naive OpenCV: set CAP_PROP_POS_FRAMES, read, for each frame
 - cv_sequential one sequential OpenCV pass, grabbing every frame, retrieving the wanted ones
 
@@ -26,7 +28,22 @@ import time
 from pathlib import Path
 
 CACHE = Path(__file__).resolve().parent / ".cache"
-METHODS = ("ours", "ours_exact", "ours_opencv", "cv_seek", "cv_sequential")
+METHODS = (
+    "ours",
+    "ours_exact",
+    "decord",
+    "decord_exact",
+    "opencv",
+    "cv_seek",
+    "cv_sequential",
+)
+READER_CONFIGS = {
+    "ours": {},
+    "ours_exact": {"keyframe_snap": 0.0},
+    "decord": {"backend": "decord"},
+    "decord_exact": {"backend": "decord", "keyframe_snap": 0.0},
+    "opencv": {"backend": "opencv"},
+}
 
 
 def long_video(minutes: float) -> Path:
@@ -72,13 +89,8 @@ def run_method(method: str, path: str, count: int) -> dict:
     baseline_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
     pairs: list[tuple[int, object]] = []  # (claimed index, RGB or BGR image)
-    if method.startswith("ours"):
-        config = {
-            "ours": VideoConfig(),
-            "ours_exact": VideoConfig(keyframe_snap=0.0),
-            "ours_opencv": VideoConfig(backend="opencv"),
-        }[method]
-        with open_video(path, config) as reader:
+    if method in READER_CONFIGS:
+        with open_video(path, VideoConfig(**READER_CONFIGS[method])) as reader:
             frames = sample_uniform(reader, 0.0, reader.info.duration_s, count)
         pairs = [(f.index, f.image) for f in frames]
     else:

@@ -11,12 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from method_support import (
-    STEERING,
-    ScriptedModel,
-    answer_request,
-    calls_by,
-)
 
 from videotapestry.agents.rules import contains_option_steering
 from videotapestry.api import QuestionItem, VideoTapestry
@@ -27,6 +21,12 @@ from videotapestry.memory import import_memdreamer, save_memory
 from videotapestry.testing import FakeOpenAIServer, FakeReply
 from videotapestry.testing.media import make_test_video
 from videotapestry.testing.memories import synthetic_memory
+from videotapestry.testing.scripted import (
+    STEERING,
+    ScriptedModel,
+    answer_request,
+    calls_by,
+)
 from videotapestry.video.timecode import format_range
 
 SAMPLE = Path(__file__).parent / "fixtures" / "memdreamer_sample"

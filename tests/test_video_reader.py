@@ -8,6 +8,7 @@ timestamp the reader claims.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -24,14 +25,17 @@ from videotapestry.errors import (
     VideoWindowError,
 )
 from videotapestry.testing.media import (
+    FrameRenderer,
     TestVideo,
     make_h264_video,
+    make_scenes,
     make_test_video,
     read_frame_index,
 )
 from videotapestry.video import (
     DecordReader,
     OpenCVReader,
+    PyAVReader,
     fingerprint,
     open_video,
     probe,
@@ -40,7 +44,8 @@ from videotapestry.video import (
 )
 from videotapestry.video.windows import TimeWindow
 
-BACKENDS = ("decord", "opencv")
+BACKENDS = ("pyav", "decord", "opencv")
+READERS = {"pyav": PyAVReader, "decord": DecordReader, "opencv": OpenCVReader}
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +77,7 @@ def assert_true_frames(frames, fps: float) -> None:
 def test_every_frame_is_the_one_its_timestamp_claims(media, kind: str, backend: str) -> None:
     video = media[kind]
     with open_video(video.path, VideoConfig(backend=backend)) as reader:
-        assert type(reader) is {"decord": DecordReader, "opencv": OpenCVReader}[backend]
+        assert type(reader) is READERS[backend]
         assert reader.info.frame_count == video.frame_count
         assert reader.info.fps == pytest.approx(video.fps)
         for snap in (0.0, 0.25):
@@ -92,6 +97,30 @@ def test_every_frame_is_the_one_its_timestamp_claims(media, kind: str, backend: 
             assert t - 1 / video.fps - 1e-9 <= frame.timestamp_s <= t + 1e-9
 
 
+def test_pyav_timestamps_hold_in_a_variable_frame_rate_video(tmp_path: Path) -> None:
+    """Frames at 25 fps time slots with a one-second hole (slots 50-74 missing)."""
+    slots = [*range(50), *range(75, 100)]
+    renderer = FrameRenderer((320, 180), 25.0, make_scenes(4.0, 1.0))
+    path = tmp_path / "vfr.mp4"
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 320, 180, "yuv420p"
+        stream.codec_context.time_base = Fraction(1, 25)
+        for slot in slots:
+            frame = av.VideoFrame.from_ndarray(renderer.render(slot), format="rgb24")
+            frame.pts, frame.time_base = slot, Fraction(1, 25)
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    with open_video(path, VideoConfig(backend="pyav")) as reader:
+        fps = reader.info.fps  # the average rate: 75 frames in 4 s
+        for t in np.arange(0.0, 3.95, 0.1):
+            [frame] = reader.frames_at([t])
+            slot = read_frame_index(frame.image)
+            assert abs(frame.timestamp_s - slot / 25) <= 0.5 / fps + 1e-9, t
+            if 2.0 <= t < 3.0:  # inside the hole the last frame before it stays on screen
+                assert slot == 49
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_uniform_samples_sit_at_the_centres_of_equal_slots(media, backend: str) -> None:
     video = media["mp4v"]
@@ -103,19 +132,30 @@ def test_uniform_samples_sit_at_the_centres_of_equal_slots(media, backend: str) 
     assert_true_frames(frames, video.fps)
 
 
-def test_keyframe_snapping_keeps_each_sample_inside_its_slot(media) -> None:
+@pytest.mark.parametrize("backend", ["pyav", "decord"])
+def test_keyframe_snapping_keeps_each_sample_inside_its_slot(media, backend: str) -> None:
     video = media["h264"]
-    with open_video(video.path, VideoConfig(backend="decord", keyframe_snap=0.25)) as reader:
-        keyframes = set(reader.keyframe_indices().tolist())
-        assert keyframes == set(range(0, video.frame_count, 60))
+    with open_video(video.path, VideoConfig(backend=backend, keyframe_snap=0.25)) as reader:
+        assert reader.keyframe_before(59) == 0 and reader.keyframe_before(61) == 60
+        assert reader.keyframe_before(899) == 840
         frames = sample_uniform(reader, 0, video.duration_s, 10)
     width = video.duration_s / 10
     for k, frame in enumerate(frames):
         center = (k + 0.5) * width
         assert abs(frame.timestamp_s - center) <= 0.25 * width + 1 / video.fps
-    snapped = [f.index for f in frames if f.index in keyframes]
-    assert len(snapped) >= 5  # a keyframe every ~2 s, slots of 3 s: most samples snap
+    snapped = [f.index for f in frames if f.index % 60 == 0]  # a keyframe every 60 frames
+    assert len(snapped) >= 5  # ~2 s apart, slots of 3 s with 1.5 s bands: most samples snap
     assert_true_frames(frames, video.fps)
+
+
+def test_opencv_cannot_tell_keyframes_so_it_samples_exact_centres(media) -> None:
+    video = media["h264"]
+    with open_video(video.path, VideoConfig(backend="opencv", keyframe_snap=0.25)) as reader:
+        assert reader.keyframe_before(100) is None
+        frames = sample_uniform(reader, 0, video.duration_s, 10)
+    width = video.duration_s / 10
+    expected = [math.floor((k + 0.5) * width * video.fps + 1e-6) for k in range(10)]
+    assert [f.index for f in frames] == expected
 
 
 def test_frames_from_several_windows_come_in_time_order_without_repeats(media) -> None:
@@ -244,8 +284,7 @@ def test_truncated_web_video_falls_back_to_opencv_and_never_returns_a_wrong_fram
     full = faststart_copy(media["h264"].path, tmp_path / "fast.mp4")
     cut = tmp_path / "cut.mp4"
     cut.write_bytes(full.read_bytes()[: full.stat().st_size // 2])
-    with open_video(cut) as reader:  # decord cannot index it; OpenCV can
-        assert isinstance(reader, OpenCVReader)
+    with open_video(cut) as reader:
         early = reader.frames_at([1.0, 5.0])
         assert_true_frames(early, media["h264"].fps)
         with pytest.raises(NoDecodableFramesError, match=r"cut\.mp4"):

@@ -8,7 +8,12 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from videotapestry.video.sampling import allocate_frames, plan_uniform_indices, sample_centers
+from videotapestry.video.sampling import (
+    allocate_frames,
+    keyframes_before,
+    plan_uniform_indices,
+    sample_centers,
+)
 from videotapestry.video.windows import TimeWindow
 
 
@@ -25,18 +30,36 @@ def test_snapping_prefers_a_nearby_keyframe_and_keeps_exact_centres_otherwise() 
     # Centres sit 5 s from the nearest keyframe: a 0.25 band (2.5 s) reaches none ...
     assert (
         plan_uniform_indices(
-            0, 100, 10, fps=25, frame_count=2500, keyframes=keyframes, keyframe_snap=0.25
+            0,
+            100,
+            10,
+            fps=25,
+            frame_count=2500,
+            keyframe_before=keyframes_before(keyframes),
+            keyframe_snap=0.25,
         )
         == exact
     )
-    # ... a 0.5 band (5 s) reaches them, and ties go to the earlier keyframe.
+    # ... a 0.5 band (5 s) reaches them; a keyframe on a slot border goes to the later slot.
     assert plan_uniform_indices(
-        0, 100, 10, fps=25, frame_count=2500, keyframes=keyframes, keyframe_snap=0.5
+        0,
+        100,
+        10,
+        fps=25,
+        frame_count=2500,
+        keyframe_before=keyframes_before(keyframes),
+        keyframe_snap=0.5,
     ) == [250 * k for k in range(10)]
     shifted = keyframes + 100  # keyframes at 4 s, 14 s, ...: one second from each centre
     assert (
         plan_uniform_indices(
-            0, 100, 10, fps=25, frame_count=2500, keyframes=shifted, keyframe_snap=0.25
+            0,
+            100,
+            10,
+            fps=25,
+            frame_count=2500,
+            keyframe_before=keyframes_before(shifted),
+            keyframe_snap=0.25,
         )
         == shifted.tolist()
     )
@@ -54,7 +77,7 @@ def test_a_window_with_fewer_frames_than_samples_gives_each_frame_once() -> None
     length_fraction=st.floats(min_value=0, max_value=1),
     count=st.integers(min_value=1, max_value=150),
     gop=st.integers(min_value=1, max_value=600),
-    snap=st.floats(min_value=0, max_value=0.45),
+    snap=st.floats(min_value=0, max_value=0.5),
 )
 def test_plan_properties(fps, frame_count, start_fraction, length_fraction, count, gop, snap):
     duration = frame_count / fps
@@ -67,7 +90,7 @@ def test_plan_properties(fps, frame_count, start_fraction, length_fraction, coun
         count,
         fps=fps,
         frame_count=frame_count,
-        keyframes=keyframes,
+        keyframe_before=keyframes_before(keyframes),
         keyframe_snap=snap,
     )
     assert indices == sorted(set(indices))

@@ -193,8 +193,10 @@ class AsrConfig(_Strict):
 
 
 class VideoConfig(_Strict):
-    backend: Literal["auto", "decord", "opencv"] = Field(
-        "auto", description="auto uses decord and falls back to OpenCV when it cannot open a file"
+    backend: Literal["auto", "pyav", "decord", "opencv"] = Field(
+        "auto",
+        description="auto tries PyAV, then decord, then OpenCV, each when the one before "
+        "cannot open or decode the file",
     )
     decode_threads: int = Field(0, ge=0, description="0 lets the decoder choose")
     keyframe_snap: float = Field(

@@ -9,7 +9,7 @@ require, and the trace says what went wrong.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from videotapestry.agents.context import RunContext
 from videotapestry.agents.rules import match_evidence_lines
@@ -19,6 +19,7 @@ from videotapestry.errors import ModelCallError, TranscriptionError, VideoError
 from videotapestry.llm.types import ImagePart
 from videotapestry.schemas import AsrObservation, VisualObservation
 from videotapestry.video import (
+    Frame,
     TimeWindow,
     frame_images,
     individual_frame_budget,
@@ -38,6 +39,7 @@ async def observe_overview_grids(
 ) -> Observation:
     """Up to 120 frames from one continuous window, in 3x2 timestamp-labelled grids."""
     config = ctx.config
+    budget = overview_frame_budget(config.images, config.agents.overview)
     record = Observation(
         kind="visual",
         level="super",
@@ -45,20 +47,12 @@ async def observe_overview_grids(
         instruction=instruction,
         windows=[(window.start_s, window.end_s)],
     )
-    budget = overview_frame_budget(config.images, config.agents.overview)
-    try:
-        frames = await asyncio.to_thread(
-            sample_uniform, ctx.video, window.start_s, window.end_s, budget
-        )
-        images = await asyncio.to_thread(
-            overview_images, frames, config.images, config.agents.overview
-        )
-    except VideoError as exc:
-        return record.model_copy(update={"error": f"frame sampling failed: {exc}"})
-    record = record.model_copy(
-        update={"frame_times": [f.timestamp_s for f in frames], "images": _refs(images)}
-    )
-    return await _ask_visual(ctx, record, images, agent=agent)
+
+    def frames_and_images() -> tuple[list[Frame], list[ImagePart]]:
+        frames = sample_uniform(ctx.video, window.start_s, window.end_s, budget)
+        return frames, overview_images(frames, config.images, config.agents.overview)
+
+    return await _look(ctx, record, frames_and_images, agent=agent)
 
 
 async def observe_frames(
@@ -73,6 +67,7 @@ async def observe_frames(
     """Up to 50 individual frames spread over ``windows`` (Skim and Focus)."""
     config = ctx.config
     settings = config.agents.skim if level == "macro" else config.agents.focus
+    budget = individual_frame_budget(config.images, settings)
     record = Observation(
         kind="visual",
         level=level,
@@ -80,12 +75,24 @@ async def observe_frames(
         instruction=instruction,
         windows=[(w.start_s, w.end_s) for w in windows],
     )
-    budget = individual_frame_budget(config.images, settings)
+
+    def frames_and_images() -> tuple[list[Frame], list[ImagePart]]:
+        frames = sample_windows(ctx.video, list(windows), budget)
+        return frames, frame_images(frames, config.images, max_frames=settings.max_frames)
+
+    return await _look(ctx, record, frames_and_images, agent=agent)
+
+
+async def _look(
+    ctx: RunContext,
+    record: Observation,
+    frames_and_images: Callable[[], tuple[list[Frame], list[ImagePart]]],
+    *,
+    agent: str,
+) -> Observation:
+    """Decode and encode off the event loop, then ask the observation tool."""
     try:
-        frames = await asyncio.to_thread(sample_windows, ctx.video, list(windows), budget)
-        images = await asyncio.to_thread(
-            frame_images, frames, config.images, max_frames=settings.max_frames
-        )
+        frames, images = await asyncio.to_thread(frames_and_images)
     except VideoError as exc:
         return record.model_copy(update={"error": f"frame sampling failed: {exc}"})
     record = record.model_copy(

@@ -9,11 +9,17 @@ error that names it. Conventions:
   ``floor(t * fps)`` (``index_at``), so a returned timestamp is never later than the one asked
   for and never more than one frame earlier.
 - Frames are RGB ``uint8`` arrays of shape ``(height, width, 3)``.
+- ``fps`` is the stream's average rate. PyAV derives a frame's index from its presentation
+  time, so timestamps stay right in variable-frame-rate files; decord and OpenCV count
+  frames, which is exact only at a constant frame rate.
 
-``DecordReader`` decodes in batches on decord's threads and knows where the keyframes are
-(which uniform sampling uses to avoid long decodes); ``OpenCVReader`` is the fallback that
-opens what decord cannot. ``open_video`` picks one per ``VideoConfig.backend``. Probing
-(duration, size, audio present) goes through PyAV, which reads only the container headers.
+Three backends, one interface. ``PyAVReader`` (FFmpeg through PyAV) seeks to the keyframe
+before a wanted frame, decodes forward and converts only the frames it returns; it is the
+default because it is the fastest at sparse sampling of long videos (bench/
+bench_video_sampling.py). ``DecordReader`` decodes in batches on decord's threads.
+``OpenCVReader`` opens what the others cannot. ``open_video`` picks one per
+``VideoConfig.backend`` (``auto``: PyAV, then decord, then OpenCV). Probing (duration, size,
+audio present) goes through PyAV, which reads only the container headers.
 """
 
 from __future__ import annotations
@@ -84,8 +90,11 @@ class VideoReader(Protocol):
         """The frames with these indices, in the order asked (repeats allowed)."""
         ...
 
-    def keyframe_indices(self) -> np.ndarray | None:
-        """Sorted indices of the keyframes, or None when the backend cannot tell cheaply."""
+    def keyframe_before(self, index: int) -> int | None:
+        """The last keyframe at or before frame ``index``; None when the backend cannot tell.
+
+        Decoding a keyframe needs no other frame, so uniform sampling prefers them.
+        """
         ...
 
     def close(self) -> None: ...
@@ -208,14 +217,14 @@ class _ReaderBase:
         if self._closed():
             raise VideoError(f"the reader of {self.info.path} is closed", path=self.info.path)
         with self._lock:
-            images = self._decode(unique)
+            decoded = self._decode(unique)
         by_index = {
-            index: Frame(index / self.info.fps, index, image)
-            for index, image in zip(unique, images, strict=True)
+            index: Frame(actual / self.info.fps, actual, image)
+            for index, (actual, image) in zip(unique, decoded, strict=True)
         }
         return [by_index[index] for index in wanted]
 
-    def keyframe_indices(self) -> np.ndarray | None:
+    def keyframe_before(self, index: int) -> int | None:
         return None
 
     def _index_for(self, t: float) -> int:
@@ -227,7 +236,8 @@ class _ReaderBase:
             )
         return index_at(t, self.info.fps, self.info.frame_count)
 
-    def _decode(self, indices: list[int]) -> list[np.ndarray]:
+    def _decode(self, indices: list[int]) -> list[tuple[int, np.ndarray]]:
+        """(index of the frame on screen at each wanted index, its RGB image), sorted input."""
         raise NotImplementedError
 
     def _closed(self) -> bool:
@@ -255,6 +265,155 @@ class _ReaderBase:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.info.path!r})"
+
+
+class PyAVReader(_ReaderBase):
+    """FFmpeg through PyAV: seeks to the keyframe before a wanted frame and decodes forward.
+
+    Only wanted frames are converted to RGB, and a keyframe (what uniform sampling prefers)
+    is one seek and one decode. A frame's index is its presentation time times the frame
+    rate, so in a variable-frame-rate file it is the time slot the frame is shown in; where
+    a slot has no frame of its own, the frame still on screen is returned, with its own index.
+    """
+
+    backend = "pyav"
+    #: When keyframes are unknown: up to this many frames ahead, decode forward, not seek.
+    forward_limit = 48
+
+    def __init__(
+        self, path: str | Path, config: VideoConfig | None = None, *, info: VideoInfo | None = None
+    ) -> None:
+        import av
+
+        config = config or VideoConfig()
+        info = info or probe(path)
+        try:
+            self._container = av.open(info.path)
+            self._stream = self._container.streams.video[0]
+        except (av.error.FFmpegError, IndexError) as exc:
+            raise VideoUnreadableError(
+                f"PyAV cannot open {info.path}: {_reason(exc)}", path=info.path
+            ) from None
+        # Slice threads (or one thread): frame threading would make every seek decode
+        # several frames before the first one comes out.
+        self._stream.thread_type = "SLICE"
+        if config.decode_threads:
+            self._stream.thread_count = config.decode_threads
+        super().__init__(info, config)
+        stream = self._stream
+        self._time_base = float(stream.time_base)
+        self._start = stream.start_time or 0
+        self._size = decode_size(info.width, info.height, config.decode_max_side)
+        self._frames = None  # the decoding generator, positioned after ``_last``
+        self._last: tuple[int, object] | None = None  # (index, av frame) last decoded
+        self._keyframes: dict[int, int | None] = {}
+        self._index_container = None  # opened on the first keyframe question
+        self._index_lock = threading.Lock()
+        try:
+            self._decode([0])  # fail at open, not at first use, when nothing decodes
+        except NoDecodableFramesError:
+            self.close()
+            raise
+
+    def keyframe_before(self, index: int) -> int | None:
+        with self._index_lock:
+            if index not in self._keyframes:
+                self._keyframes[index] = self._find_keyframe(index)
+            return self._keyframes[index]
+
+    def _find_keyframe(self, index: int) -> int | None:
+        """Seek a second, demux-only handle of the file and read one packet: no decoding,
+        and the decoding position of the main handle is left alone."""
+        import av
+
+        try:
+            if self._index_container is None:
+                self._index_container = av.open(self.info.path)
+            container = self._index_container
+            stream = container.streams.video[0]
+            offset = round(index / self.info.fps / self._time_base)
+            container.seek(self._start + offset, stream=stream, backward=True)
+            for packet in container.demux(stream):
+                if packet.pts is not None:
+                    return self._index_of(packet.pts) if packet.is_keyframe else None
+        except av.error.FFmpegError:
+            return None
+        return None
+
+    def _decode(self, indices: list[int]) -> list[tuple[int, np.ndarray]]:
+        import av
+
+        results = []
+        for target in indices:
+            if self._last is not None and self._last[0] == target:  # decoded already
+                results.append((target, self._to_rgb(self._last[1])))
+                continue
+            if not self._continue_to(target):
+                self._seek(target)
+                self._last = None
+                self._frames = self._container.decode(self._stream)
+            try:
+                found = self._advance_to(target)
+            except av.error.FFmpegError as exc:
+                self._frames = None
+                raise self._decode_failed(target, exc) from None
+            results.append((found[0], self._to_rgb(found[1])))
+        return results
+
+    def _continue_to(self, target: int) -> bool:
+        """Whether decoding on from the current position beats seeking to ``target``."""
+        last = self._last
+        if last is None or self._frames is None or last[0] >= target:
+            return False
+        keyframe = self.keyframe_before(target)
+        if keyframe is None:
+            return target - last[0] <= self.forward_limit
+        return keyframe <= last[0]  # no keyframe in between: a seek would decode more
+
+    def _advance_to(self, target: int) -> tuple[int, object]:
+        """Decode forward to the frame on screen at ``target``'s time."""
+        on_screen = self._last if self._last is not None and self._last[0] <= target else None
+        for frame in self._frames:
+            index = self._index_of(frame.pts) if frame.pts is not None else None
+            if index is None:
+                index = self._last[0] + 1 if self._last is not None else 0
+            self._last = (index, frame)
+            if index == target:
+                return self._last
+            if index > target:
+                break
+            on_screen = self._last
+        else:
+            self._frames = None  # end of stream
+        # No frame of its own at ``target``: the one still on screen, if it is recent.
+        if on_screen is not None and target - on_screen[0] <= max(1.0, self.info.fps):
+            return on_screen
+        shown = "none" if on_screen is None else f"frame {on_screen[0]}"
+        raise self._decode_failed(target, f"the decoder returned {shown} before it")
+
+    def _seek(self, index: int) -> None:
+        offset = round(index / self.info.fps / self._time_base)
+        self._container.seek(self._start + offset, stream=self._stream, backward=True)
+
+    def _index_of(self, pts: int) -> int:
+        return round((pts - self._start) * self._time_base * self.info.fps)
+
+    def _to_rgb(self, frame) -> np.ndarray:
+        width, height = self._size
+        return frame.to_ndarray(format="rgb24", width=width, height=height)
+
+    def close(self) -> None:
+        if self._container is not None:
+            self._frames = None
+            self._last = None
+            self._container.close()
+            self._container = None
+        if self._index_container is not None:
+            self._index_container.close()
+            self._index_container = None
+
+    def _closed(self) -> bool:
+        return self._container is None
 
 
 class DecordReader(_ReaderBase):
@@ -298,20 +457,21 @@ class DecordReader(_ReaderBase):
         self._keyframes: np.ndarray | None = None
         self._decode([0])  # fail at open, not at first use, when nothing decodes
 
-    def _decode(self, indices: list[int]) -> list[np.ndarray]:
+    def _decode(self, indices: list[int]) -> list[tuple[int, np.ndarray]]:
         try:
             batch = self._reader.get_batch(indices).asnumpy()
         except Exception as exc:
             raise self._decode_failed(indices, exc) from None
-        return list(batch)
+        return list(zip(indices, batch, strict=True))
 
-    def keyframe_indices(self) -> np.ndarray | None:
+    def keyframe_before(self, index: int) -> int | None:
         if self._keyframes is None:
             try:
                 self._keyframes = np.asarray(self._reader.get_key_indices(), dtype=np.int64)
             except Exception:
                 return None
-        return self._keyframes
+        position = int(np.searchsorted(self._keyframes, index, side="right")) - 1
+        return int(self._keyframes[position]) if position >= 0 else None
 
     def close(self) -> None:
         self._reader = None  # decord frees its decoder when the object goes
@@ -351,7 +511,7 @@ class OpenCVReader(_ReaderBase):
             self.close()
             raise
 
-    def _decode(self, indices: list[int]) -> list[np.ndarray]:
+    def _decode(self, indices: list[int]) -> list[tuple[int, np.ndarray]]:
         import cv2
 
         images = []
@@ -375,7 +535,7 @@ class OpenCVReader(_ReaderBase):
             rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
             if rgb.shape[1::-1] != self._size:
                 rgb = cv2.resize(rgb, self._size, interpolation=cv2.INTER_AREA)
-            images.append(rgb)
+            images.append((index, rgb))
         return images
 
     def close(self) -> None:
@@ -387,31 +547,37 @@ class OpenCVReader(_ReaderBase):
         return self._capture is None
 
 
+#: The backends ``auto`` tries, in order.
+AUTO_BACKENDS = ("pyav", "decord", "opencv")
+
+
 def open_video(path: str | Path, config: VideoConfig | None = None) -> VideoReader:
-    """Open ``path`` with the configured backend; ``auto`` tries decord, then OpenCV.
+    """Open ``path`` with the configured backend; ``auto`` tries PyAV, decord, then OpenCV.
 
     The file is probed first, so missing, empty, truncated and non-video files fail with a
-    typed error before any decoder is tried. In ``auto`` mode a file that decord cannot open
-    is opened with OpenCV; if that fails too, the error carries both reasons.
+    typed error before any decoder is tried. In ``auto`` mode a file one backend cannot open
+    (or decode the first frame of) goes to the next; if all fail, the error carries every
+    reason.
     """
     config = config or VideoConfig()
     info = probe(path)
-    if config.backend == "opencv":
-        return OpenCVReader(path, config, info=info)
-    if config.backend == "decord":
-        return DecordReader(path, config, info=info)
-    try:
-        return DecordReader(path, config, info=info)
-    except VideoError as decord_error:
+    readers = {"pyav": PyAVReader, "decord": DecordReader, "opencv": OpenCVReader}
+    if config.backend != "auto":
+        return readers[config.backend](path, config, info=info)
+    failures: list[VideoError] = []
+    for name in AUTO_BACKENDS:
         try:
-            reader = OpenCVReader(path, config, info=info)
-            _log.info("decord cannot read %s (%s); using OpenCV", info.path, decord_error)
-            return reader
-        except VideoError as opencv_error:
-            raise type(opencv_error)(
-                f"{info.path} cannot be read: {decord_error}; and {opencv_error}",
-                path=info.path,
-            ) from None
+            reader = readers[name](path, config, info=info)
+        except VideoError as exc:
+            failures.append(exc)
+            continue
+        if failures:
+            _log.info("%s: using %s (%s)", info.path, name, "; ".join(map(str, failures)))
+        return reader
+    raise type(failures[-1])(
+        f"{info.path} cannot be read: " + "; and ".join(str(e) for e in failures),
+        path=info.path,
+    )
 
 
 def read_frames(path: str | Path, timestamps: Iterable[float], config: VideoConfig | None = None):

@@ -3,16 +3,17 @@
 A window ``[start, end]`` asked for ``count`` frames is cut into ``count`` equal
 sub-intervals; sample ``k`` is the frame on screen at the centre of sub-interval ``k``
 (``start + (k + 0.5) * width``). Centres, not edges, so that the first and last samples are
-not the window's boundary frames, and two adjacent windows sampled this way never share a
-frame.
+not the window's boundary frames, and two adjacent windows sampled this way do not share a
+frame (when each slot is at least a frame long).
 
 Keyframe snapping (``keyframe_snap`` in ``VideoConfig``): reaching an arbitrary frame of a
 long-GOP video means decoding every frame from the keyframe before it, on average half a GOP
-(seconds of video) per sample, while a keyframe decodes on its own. So when the reader knows
-where the keyframes are and one lies within ``keyframe_snap * width`` of a sample's centre,
-that keyframe is taken instead. The band lies inside the sample's own sub-interval, so the
-samples still cover the window evenly, stay in time order and stay distinct; every returned
-``Frame`` carries its true timestamp either way. ``keyframe_snap = 0`` gives exact centres.
+(seconds of video) per sample, while a keyframe decodes on its own. So when the reader can
+tell where the keyframes are and one lies within ``keyframe_snap * width`` of a sample's
+centre, that keyframe (the last one in that band) is taken instead. The band lies inside the
+sample's own sub-interval, so the samples still cover the window evenly, stay in time order
+and stay distinct; every returned ``Frame`` carries its true timestamp either way.
+``keyframe_snap = 0`` gives exact centres.
 
 When a window holds fewer frames than asked for, each frame is returned once (fewer samples).
 """
@@ -20,13 +21,15 @@ When a window holds fewer frames than asked for, each frame is returned once (fe
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from videotapestry.errors import VideoWindowError
 from videotapestry.video.reader import Frame, VideoReader, index_at
 from videotapestry.video.windows import TimeWindow
+
+_EPS = 1e-9
 
 
 def sample_centers(start_s: float, end_s: float, count: int) -> list[float]:
@@ -44,12 +47,14 @@ def plan_uniform_indices(
     *,
     fps: float,
     frame_count: int,
-    keyframes: np.ndarray | Sequence[int] | None = None,
+    keyframe_before: Callable[[int], int | None] | None = None,
     keyframe_snap: float = 0.0,
 ) -> list[int]:
     """Frame indices of ``count`` uniform samples of the window (see the module docstring).
 
-    Pure: the window must already lie inside the video. Returns sorted, distinct indices.
+    ``keyframe_before(i)`` gives the last keyframe at or before frame ``i`` (None if unknown);
+    a sample takes the last keyframe inside its band when there is one. Pure apart from that
+    callback: the window must already lie inside the video. Returns sorted, distinct indices.
     """
     if count < 1:
         return []
@@ -58,16 +63,27 @@ def plan_uniform_indices(
     width = (end_s - start_s) / count
     centers = sample_centers(start_s, end_s, count)
     chosen = [index_at(c, fps, frame_count) for c in centers]
-    if keyframes is not None and len(keyframes) and keyframe_snap > 0 and width > 0:
-        key_times = np.asarray(keyframes, dtype=np.float64) / fps
+    if keyframe_before is not None and keyframe_snap > 0 and width > 0:
         radius = keyframe_snap * width
         for k, center in enumerate(centers):
-            lo = int(np.searchsorted(key_times, center - radius, side="left"))
-            hi = int(np.searchsorted(key_times, center + radius, side="right"))
-            if lo < hi:
-                nearest = lo + int(np.argmin(np.abs(key_times[lo:hi] - center)))
-                chosen[k] = int(keyframes[nearest])
+            # Bands are half-open, [center - radius, center + radius): with the widest band
+            # (0.5) a keyframe on the border between two slots belongs to the later one.
+            last = min(frame_count - 1, max(0, math.ceil((center + radius) * fps - 1e-6) - 1))
+            keyframe = keyframe_before(last)
+            if keyframe is not None and keyframe / fps >= center - radius - _EPS:
+                chosen[k] = keyframe
     return sorted(set(chosen))
+
+
+def keyframes_before(keyframes: Sequence[int] | np.ndarray) -> Callable[[int], int | None]:
+    """``keyframe_before`` over a known, sorted list of keyframe indices."""
+    ordered = np.asarray(keyframes, dtype=np.int64)
+
+    def before(index: int) -> int | None:
+        position = int(np.searchsorted(ordered, index, side="right")) - 1
+        return int(ordered[position]) if position >= 0 else None
+
+    return before
 
 
 def clip_window(reader: VideoReader, start_s: float, end_s: float) -> TimeWindow:
@@ -111,7 +127,7 @@ def sample_uniform(
         count,
         fps=info.fps,
         frame_count=info.frame_count,
-        keyframes=reader.keyframe_indices() if snap > 0 else None,
+        keyframe_before=reader.keyframe_before if snap > 0 else None,
         keyframe_snap=snap,
     )
     return reader.frames_at_indices(indices)

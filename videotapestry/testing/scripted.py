@@ -1,7 +1,10 @@
-"""A scripted model for the method tests: plausible JSON for every role, overridable per test.
+"""A scripted stand-in for a VLM: plausible JSON for every VideoTapestry role.
 
-Replies are computed from the real request (ids are read from the prompt text), so the
-agents' code paths run as they would against a real model, over real HTTP.
+Tests and benchmarks serve it from the fake OpenAI-compatible server, so the agents' real
+code paths (prompts, HTTP, parsing, validation, fallbacks) run without a model. Replies are
+computed from the request itself (ids are read from the prompt text) and any prompt's reply
+can be overridden with a fixed reply or a function of the request. It knows nothing about
+video content: it is a harness, not a model.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from videotapestry.testing import FakeReply, RecordedRequest
+from videotapestry.testing.fake_openai import FakeReply, RecordedRequest
 
 Reply = dict | FakeReply | str
 Override = Reply | Callable[[RecordedRequest], Reply]
@@ -25,6 +28,7 @@ def section(text: str, start: str, end: str | None = None) -> str:
 
 
 def ids_in(text: str, prefix: str = "macro_") -> list[str]:
+    """Memory ids at the start of prompt lines (``id [mm:ss-mm:ss] text``)."""
     return list(dict.fromkeys(re.findall(rf"^\s*({prefix}\w+) \[", text, re.M)))
 
 
@@ -33,6 +37,7 @@ class ScriptedModel:
 
     def __init__(self, **overrides: Override) -> None:
         self.overrides = overrides
+        #: Ids the decisions select when the request lists them (else the first listed id).
         self.super_choice = ["super_02"]
         self.macro_choice = ["macro_0002"]
 
@@ -111,7 +116,9 @@ class ScriptedModel:
 
     def _decision(self, request: RecordedRequest) -> dict:
         level = request.headers.get("x-videotapestry-level")
-        chosen = self.super_choice if level == "super" else self.macro_choice
+        listed = ids_in(section(request.text, "updated_dynamic_memories:", "Trajectory"), "")
+        wanted = self.super_choice if level == "super" else self.macro_choice
+        chosen = [i for i in wanted if i in listed] or listed[:1]
         return {
             "selected_child_memory_ids": chosen,
             "stop_descending": False,

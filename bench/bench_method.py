@@ -1,0 +1,198 @@
+"""Per-question cost of the VideoTapestry method (not a test; prints figures).
+
+A 60-minute synthetic memory (12 SuperEvents x 10 MacroEvents, 2,520 subgraph nodes), the
+60-minute 640x360 H.264 benchmark video (long GOPs; generated once into bench/.cache/ by
+bench_video_sampling.py's helper), an hour of subtitles (one line every 8 s) so the ASR path
+runs, and the scripted model on the fake OpenAI-compatible server.
+
+1. Framework overhead per question with a zero-latency server: everything but model time
+   (frame decoding, grids, JPEG encoding, retrieval, prompts, HTTP), with the top costs from
+   cProfile. Goal: <= 1.5 s.
+2. With 1.0 s injected latency per call: wall time against the lower bound of (calls on the
+   critical path) x 1.0 s. Goal: <= 1.1x.
+3. Per variant: calls, images, prompt/completion tokens (the fake server's estimate:
+   chars/4 + 85 per image) and composite-memory tokens (the paper: ~4.4k for the full method).
+
+    python bench/bench_method.py [--questions 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import os
+import pstats
+import statistics
+import time
+from pathlib import Path
+
+from bench_video_sampling import long_video
+
+from videotapestry.api import VideoTapestry
+from videotapestry.config import EmbeddingConfig
+from videotapestry.embeddings import SentenceTransformerEmbedder
+from videotapestry.memory import save_memory
+from videotapestry.testing import FakeOpenAIServer
+from videotapestry.testing.memories import synthetic_memory
+from videotapestry.testing.scripted import ScriptedModel
+
+CACHE = Path(__file__).resolve().parent / ".cache" / "method"
+OPTIONS = ["A. the red umbrella", "B. the score card", "C. the laptop", "D. the trophy"]
+QUESTIONS = [
+    "What does Tom Hale pick up at the stadium?",
+    "Which object does Chef Maria Lopez inspect in the kitchen?",
+    "What is shown on the sign at the train platform?",
+    "Who hands over the blue backpack?",
+]
+VARIANTS = (
+    "full",
+    "wo_visual",
+    "wo_asr",
+    "append_only",
+    "single_agent",
+    "static_memory",
+    "refined_super_only",
+    "refined_paths_only",
+    "direct",
+)
+
+
+def inputs() -> tuple[Path, Path, Path]:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    memory_dir = CACHE / "memory_60min"
+    if not (memory_dir / "manifest.json").exists():
+        memory = synthetic_memory(duration_s=3600, supers=12, macros_per_super=10, fingerprint=None)
+        save_memory(memory, memory_dir)
+    subtitles = CACHE / "hour.srt"
+    if not subtitles.exists():
+        blocks = []
+        for n, start in enumerate(range(0, 3600, 8), 1):
+            blocks.append(
+                f"{n}\n{_srt_time(start)} --> {_srt_time(start + 3)}\n"
+                f"Line {n}: someone talks about the oven.\n"
+            )
+        subtitles.write_text("\n".join(blocks), encoding="utf-8")
+    return memory_dir, long_video(60), subtitles
+
+
+def _srt_time(seconds: int) -> str:
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d},000"
+
+
+def make_vt(server: FakeOpenAIServer, embedder, variant: str = "full") -> VideoTapestry:
+    return VideoTapestry(
+        overrides=[
+            f"models.default.base_url={server.base_url}",
+            "cache.enabled=false",
+            "asr.source=subtitles",
+            f"variant={variant}",
+        ],
+        embedder=embedder,
+    )
+
+
+async def ask(vt: VideoTapestry, video: Path, memory: Path, subs: Path, question: str):
+    return await vt.aanswer(video, memory, question, OPTIONS, subtitle_path=subs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--questions", type=int, default=3)
+    args = parser.parse_args()
+    os.environ.setdefault("OPENAI_API_KEY", "bench")
+    memory_dir, video, subs = inputs()
+    embedder = SentenceTransformerEmbedder(
+        EmbeddingConfig(model="packaged:all-MiniLM-L6-v2", query_prompt_name=None)
+    )
+
+    with FakeOpenAIServer() as server:
+        server.on(None, ScriptedModel())
+        vt = make_vt(server, embedder)
+
+        async def overhead() -> tuple[float, list[float], list, pstats.Stats]:
+            started = time.perf_counter()
+            first = await ask(vt, video, memory_dir, subs, QUESTIONS[0])
+            first_s = time.perf_counter() - started
+            walls, results = [], [first]
+            profiler = cProfile.Profile()
+            for index in range(args.questions):
+                question = QUESTIONS[(index + 1) % len(QUESTIONS)]
+                started = time.perf_counter()
+                profiler.enable()
+                results.append(await ask(vt, video, memory_dir, subs, question))
+                profiler.disable()
+                walls.append(time.perf_counter() - started)
+            await vt.aclose()
+            return first_s, walls, results, pstats.Stats(profiler)
+
+        first_s, walls, results, stats = asyncio.run(overhead())
+        model_s = statistics.mean(r.usage.latency_s for r in results[1:])
+        print("1. framework overhead per question (zero-latency fake server)")
+        print(f"   first question (loads the embedder, memory, embeddings, packs clips): "
+              f"{first_s:.2f} s")  # fmt: skip
+        print(f"   steady state: mean {statistics.mean(walls):.2f} s, median "
+              f"{statistics.median(walls):.2f} s over {len(walls)} questions; model calls "
+              f"(HTTP round trips to the fake server) {model_s:.2f} s of it")  # fmt: skip
+        print(f"   overhead excluding model time: {statistics.mean(walls) - model_s:.2f} s "
+              "(goal <= 1.5 s)")  # fmt: skip
+        print("   top costs (cumulative seconds over the profiled questions):")
+        stats.sort_stats("cumulative")
+        interesting = (
+            "sample_uniform", "sample_windows", "overview_images", "frame_images", "encode_jpeg",
+            "pack_grids", "select_evidence", "embed", "locate", "transcribe", "render",
+            "request_key", "_wire_message", "data_url", "create", "assemble", "focus_memories",
+            "memories_text",
+        )  # fmt: skip
+        rows = []
+        for (filename, _, name), (_, _, _, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+            if name in interesting and ("videotapestry" in filename or "openai" in filename):
+                rows.append((cumulative / len(walls), f"{Path(filename).stem}.{name}"))
+        for seconds, label in sorted(rows, reverse=True)[:12]:
+            print(f"     {seconds:6.3f} s  {label}")
+
+    with FakeOpenAIServer(latency_s=1.0) as server:
+        server.on(None, ScriptedModel())
+        vt = make_vt(server, embedder)
+
+        async def latency():
+            await ask(vt, video, memory_dir, subs, QUESTIONS[0])  # warm: memory loaded
+            server.reset()
+            server.on(None, ScriptedModel())
+            started = time.perf_counter()
+            result = await ask(vt, video, memory_dir, subs, QUESTIONS[1])
+            wall = time.perf_counter() - started
+            await vt.aclose()
+            return wall, result
+
+        wall, result = asyncio.run(latency())
+        calls = result.usage.calls
+        print("2. with 1.0 s latency per call")
+        print(f"   {calls} calls, all on the critical path (each depends on the one before); "
+              f"lower bound {calls * 1.0:.1f} s, wall {wall:.2f} s, ratio "
+              f"{wall / (calls * 1.0):.3f} (goal <= 1.1)")  # fmt: skip
+
+    with FakeOpenAIServer() as server:
+        server.on(None, ScriptedModel())
+        print("3. per question, by variant")
+        print(f"   {'variant':<20}{'calls':>6}{'images':>8}{'prompt tok':>12}{'compl tok':>11}"
+              f"{'memory tok':>12}  levels")  # fmt: skip
+        for variant in VARIANTS:
+            vt = make_vt(server, embedder, variant)
+
+            async def one(vt: VideoTapestry = vt):
+                try:
+                    return await ask(vt, video, memory_dir, subs, QUESTIONS[2])
+                finally:
+                    await vt.aclose()
+
+            r = asyncio.run(one())
+            u = r.usage
+            print(f"   {variant:<20}{u.calls:>6}{u.images:>8}{u.prompt_tokens:>12}"
+                  f"{u.completion_tokens:>11}{r.memory_tokens:>12}  "
+                  f"{'/'.join(r.levels_visited) or '-'}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
