@@ -499,3 +499,19 @@ def test_cli_ask_reports_a_missing_video_clearly(
     assert code == 2
     err = capsys.readouterr().err
     assert "absent.mp4" in err and "Traceback" not in err
+
+
+def test_imported_memory_records_its_video_and_refuses_another(
+    server: FakeOpenAIServer, embedder, video: Path, tmp_path: Path
+) -> None:
+    from videotapestry.cli import main
+    from videotapestry.errors import FingerprintMismatchError
+
+    dest = tmp_path / "cooking"
+    assert main(["import-memdreamer", str(SAMPLE), str(dest), "--video", str(video)]) == 0
+    other = tmp_path / "other.mp4"
+    make_test_video(other, 20, fps=2, size=(160, 90))
+    server.on(None, ScriptedModel())
+    with pytest.raises(FingerprintMismatchError):
+        ask(make_vt(server, embedder), other, memory=dest)
+    assert ask(make_vt(server, embedder), video, memory=dest).answer == "B"

@@ -95,7 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     importer.add_argument("src", help="MemDreamer directory (holding phase2/ and phase3/)")
     importer.add_argument("dest", help="new or empty directory for the native memory")
-    importer.add_argument(
+    source = importer.add_mutually_exclusive_group()
+    source.add_argument(
+        "--video", help="the video the memory was built from (its fingerprint is recorded)"
+    )
+    source.add_argument(
         "--fingerprint", help="fingerprint of the video the memory was built from (recorded)"
     )
     importer.add_argument(
@@ -219,7 +223,12 @@ async def _check_endpoint(args: argparse.Namespace) -> int:
 def _import_memdreamer(args: argparse.Namespace) -> int:
     from videotapestry.memory import ensure_embeddings, import_memdreamer, save_memory
 
-    memory = import_memdreamer(args.src, video_fingerprint=args.fingerprint)
+    video_fingerprint = args.fingerprint
+    if args.video:
+        from videotapestry.video import fingerprint
+
+        video_fingerprint = fingerprint(args.video)
+    memory = import_memdreamer(args.src, video_fingerprint=video_fingerprint)
     if args.embed:
         from videotapestry.embeddings import SentenceTransformerEmbedder
 
