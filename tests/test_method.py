@@ -27,7 +27,7 @@ from videotapestry.testing.scripted import (
     answer_request,
     calls_by,
 )
-from videotapestry.video.timecode import format_range
+from videotapestry.timecode import format_range
 
 SAMPLE = Path(__file__).parent / "fixtures" / "memdreamer_sample"
 QUESTION = "What temperature was the oven set to?"

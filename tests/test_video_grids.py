@@ -18,6 +18,7 @@ from videotapestry.config import ImagesConfig, LevelSettings, OverviewSettings, 
 from videotapestry.errors import ImageLimitError
 from videotapestry.llm.types import ImagePart
 from videotapestry.testing.media import make_test_video, read_frame_index
+from videotapestry.timecode import format_range, format_timestamp, label_decimals
 from videotapestry.video import (
     Frame,
     frame_images,
@@ -29,7 +30,6 @@ from videotapestry.video import (
     sample_uniform,
 )
 from videotapestry.video.grids import CELL_GAP
-from videotapestry.video.timecode import format_range, format_timestamp, label_decimals
 
 FPS = 2.0
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from videotapestry.agents.state import HandoffEntry, LevelOutcome
 from videotapestry.memory import VideoMemory
 from videotapestry.memory.serialize import clock_range, serialize_root
+from videotapestry.timecode import format_range
 from videotapestry.tokens import estimate_tokens
-from videotapestry.video.timecode import format_range
 
 
 @dataclass(frozen=True)

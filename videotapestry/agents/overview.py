@@ -39,8 +39,8 @@ from videotapestry.asr import TranscriptLine
 from videotapestry.memory import MultiAnchorResult
 from videotapestry.memory.serialize import clock_range, serialize_root
 from videotapestry.schemas import AsrPlan, OverviewPlan, SuperMemoryUpdate, SuperUpdate
+from videotapestry.timecode import format_range
 from videotapestry.video import asr_windows, visual_window
-from videotapestry.video.timecode import format_range
 
 
 def locator_text(result: MultiAnchorResult | None) -> str:

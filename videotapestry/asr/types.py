@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from videotapestry.timecode import format_range
 from videotapestry.video.reader import VideoInfo
-from videotapestry.video.timecode import format_range
 from videotapestry.video.windows import TimeWindow
 
 

@@ -28,6 +28,7 @@ from videotapestry.memory.schema import (
     TimeRange,
     VideoMemory,
 )
+from videotapestry.timecode import format_timestamp
 from videotapestry.tokens import estimate_tokens
 
 
@@ -47,10 +48,7 @@ def _prompt(lines: Iterable[str], node_ids: Iterable[str]) -> PromptText:
 
 def clock(seconds: float) -> str:
     """``mm:ss`` below one hour, ``h:mm:ss`` from then on (whole seconds, rounded down)."""
-    total = max(0, math.floor(seconds + 1e-6))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+    return format_timestamp(max(0.0, seconds))
 
 
 def clock_range(time_range: TimeRange) -> str:

@@ -1,5 +1,6 @@
 """Video tools: reading frames with true timestamps, window rules, grids and JPEG encoding."""
 
+from videotapestry.timecode import format_timestamp
 from videotapestry.video.encoding import (
     encode_jpeg,
     frame_images,
@@ -20,7 +21,6 @@ from videotapestry.video.reader import (
     probe,
 )
 from videotapestry.video.sampling import sample_uniform, sample_windows
-from videotapestry.video.timecode import format_timestamp
 from videotapestry.video.windows import (
     TimeWindow,
     asr_windows,

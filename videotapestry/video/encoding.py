@@ -23,9 +23,9 @@ from PIL import Image
 from videotapestry.config import ImagesConfig, LevelSettings, OverviewSettings
 from videotapestry.errors import ImageLimitError
 from videotapestry.llm.types import ImagePart
+from videotapestry.timecode import format_timestamp, label_decimals
 from videotapestry.video.grids import draw_label, grid_count, label_font, pack_grids
 from videotapestry.video.reader import Frame
-from videotapestry.video.timecode import format_timestamp, label_decimals
 
 
 def overview_frame_budget(images: ImagesConfig, overview: OverviewSettings) -> int:

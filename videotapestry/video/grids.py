@@ -18,8 +18,8 @@ import cv2
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from videotapestry.timecode import format_timestamp, label_decimals
 from videotapestry.video.reader import Frame
-from videotapestry.video.timecode import format_timestamp, label_decimals
 
 #: Pixels of black between neighbouring cells, so the model sees where one frame ends.
 CELL_GAP = 4
