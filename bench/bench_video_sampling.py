@@ -46,11 +46,11 @@ READER_CONFIGS = {
 }
 
 
-def long_video(minutes: float) -> Path:
+def long_video(minutes: float, *, gop: int = 250) -> Path:
     from videotapestry.testing.media import make_h264_video
     from videotapestry.video import probe
 
-    path = CACHE / f"long_{minutes:g}min_640x360_gop250.mp4"
+    path = CACHE / f"long_{minutes:g}min_640x360_gop{gop}.mp4"
     if path.exists():
         try:
             probe(path)
@@ -65,7 +65,7 @@ def long_video(minutes: float) -> Path:
             print(f"  {done}/{total} frames", file=sys.stderr, flush=True)
 
     make_h264_video(
-        path, minutes * 60, fps=25.0, size=(640, 360), gop_frames=250, progress=progress
+        path, minutes * 60, fps=25.0, size=(640, 360), gop_frames=gop, progress=progress
     )
     print(f"  done in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     return path

@@ -388,7 +388,7 @@ def test_graph_streams_node_updates(server: FakeOpenAIServer, embedder, video: P
                 nodes += list(chunk)
             else:
                 custom.append(chunk)
-        ctx.video.close()
+        ctx.close_video()
         await vt.aclose()
         assert {"level": "super", "step": "plan", "agent": "Overview Agent"} in custom
         return nodes
@@ -412,7 +412,7 @@ def test_resumed_run_does_not_repeat_finished_levels(
             graph = vt.build_graph(checkpointer=saver, interrupt_before=["focus"])
             await graph.ainvoke({"question": item}, {"configurable": {"thread_id": "q1"}},
                                 context=ctx)  # fmt: skip
-        ctx.video.close()
+        ctx.close_video()
         await vt.aclose()
 
     asyncio.run(first())

@@ -36,11 +36,13 @@ from videotapestry.video import (
     DecordReader,
     OpenCVReader,
     PyAVReader,
+    decode_indices,
     fingerprint,
     open_video,
     probe,
     sample_uniform,
     sample_windows,
+    uniform_indices,
 )
 from videotapestry.video.windows import TimeWindow
 
@@ -319,3 +321,22 @@ def test_a_closed_reader_says_so(media, backend: str) -> None:
 def test_every_video_error_is_a_video_error() -> None:
     for error in (VideoNotFoundError, VideoUnreadableError, NoDecodableFramesError):
         assert issubclass(error, VideoError)
+
+
+@pytest.mark.parametrize("kind", ["mp4v", "h264"])
+def test_parallel_decoders_return_exactly_the_frames_one_reader_would(media, kind: str) -> None:
+    video = media[kind]
+    config = VideoConfig(keyframe_snap=0.25)
+    with (
+        open_video(video.path, config) as one,
+        open_video(video.path, config) as two,
+        open_video(video.path, config) as three,
+    ):
+        indices = uniform_indices(one, 0, video.duration_s, 120)
+        alone = sample_uniform(one, 0, video.duration_s, 120)
+        together = decode_indices([one, two, three], [*indices, indices[5]])  # with a repeat
+        assert [f.index for f in together] == [f.index for f in alone] == sorted(set(indices))
+        for a, b in zip(alone, together, strict=True):
+            assert np.array_equal(a.image, b.image)
+        assert_true_frames(together, video.fps)
+        assert decode_indices([one, two], []) == []

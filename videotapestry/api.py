@@ -35,7 +35,7 @@ from videotapestry.prompts import PromptRegistry, short_hash
 from videotapestry.retrieval import PackedClips
 from videotapestry.retrieval.from_memory import pack_memory_evidence
 from videotapestry.trace import Trace
-from videotapestry.video import fingerprint, open_video
+from videotapestry.video import open_video
 
 
 @dataclass
@@ -266,8 +266,7 @@ class VideoTapestry:
                 ctx.session.trace.note("observation_disabled", reason=ctx.observation_disabled)
             state = await graph.ainvoke(state_in, run_config, context=ctx)
         finally:
-            if ctx.video is not None:
-                ctx.video.close()
+            ctx.close_video()
         return self._result(item, ctx, state, time.perf_counter() - started)
 
     async def abatch(self, items: Iterable[QuestionItem], *, concurrency: int = 4) -> list[Result]:
@@ -309,9 +308,14 @@ class VideoTapestry:
         elif video is None:
             disabled = "no video file was given; answering from the stored memory only"
         video_fp = None
+        extra = []
         if disabled is None:
-            video_fp = fingerprint(video)
             reader = open_video(video, self.config.video)
+            video_fp = reader.info.fingerprint
+            extra = [
+                open_video(video, self.config.video)
+                for _ in range(self.config.video.parallel_decoders - 1)
+            ]
         loaded = self.load_memory(memory, video_fingerprint=video_fp)
         transcripts = None
         if reader is not None and (reader.info.has_audio or item.subtitle_path):
@@ -326,6 +330,7 @@ class VideoTapestry:
             prompts=self.prompts,
             session=self.service.session(),
             video=reader,
+            extra_decoders=extra,
             transcripts=transcripts,
             embedder=self.embedder,
             locator=loaded.locator,

@@ -210,6 +210,13 @@ class VideoConfig(_Strict):
     decode_max_side: int | None = Field(
         None, ge=16, description="downscale decoded frames to this longest side; null keeps size"
     )
+    parallel_decoders: int = Field(
+        2,
+        ge=1,
+        le=16,
+        description="readers (file handles and threads) that decode one observation's frames "
+        "together, each a contiguous stretch; the frames are the same as with one",
+    )
 
 
 class EmbeddingConfig(_Strict):

@@ -35,6 +35,8 @@ class RunContext:
     prompts: PromptRegistry
     session: ModelSession
     video: VideoReader | None = None
+    #: Extra readers on the same file, so one observation's frames decode in parallel.
+    extra_decoders: list[VideoReader] = field(default_factory=list)
     transcripts: TranscriptSource | None = None
     embedder: Embedder | None = None
     locator: MemoryLocator | None = None
@@ -50,6 +52,14 @@ class RunContext:
     @property
     def variant(self) -> str:
         return self.config.variant
+
+    @property
+    def decoders(self) -> list[VideoReader]:
+        return [self.video, *self.extra_decoders] if self.video is not None else []
+
+    def close_video(self) -> None:
+        for reader in self.decoders:
+            reader.close()
 
     @property
     def duration_s(self) -> float:

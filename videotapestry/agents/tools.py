@@ -21,12 +21,13 @@ from videotapestry.schemas import AsrObservation, VisualObservation
 from videotapestry.video import (
     Frame,
     TimeWindow,
+    decode_indices,
     frame_images,
     individual_frame_budget,
     overview_frame_budget,
     overview_images,
-    sample_uniform,
-    sample_windows,
+    uniform_indices,
+    window_indices,
 )
 
 
@@ -49,7 +50,8 @@ async def observe_overview_grids(
     )
 
     def frames_and_images() -> tuple[list[Frame], list[ImagePart]]:
-        frames = sample_uniform(ctx.video, window.start_s, window.end_s, budget)
+        indices = uniform_indices(ctx.video, window.start_s, window.end_s, budget)
+        frames = decode_indices(ctx.decoders, indices)
         return frames, overview_images(frames, config.images, config.agents.overview)
 
     return await _look(ctx, record, frames_and_images, agent=agent)
@@ -77,7 +79,7 @@ async def observe_frames(
     )
 
     def frames_and_images() -> tuple[list[Frame], list[ImagePart]]:
-        frames = sample_windows(ctx.video, list(windows), budget)
+        frames = decode_indices(ctx.decoders, window_indices(ctx.video, list(windows), budget))
         return frames, frame_images(frames, config.images, max_frames=settings.max_frames)
 
     return await _look(ctx, record, frames_and_images, agent=agent)

@@ -12,7 +12,12 @@ import asyncio
 from videotapestry.agents.context import RunContext
 from videotapestry.errors import ConfigError
 from videotapestry.llm.types import ImagePart
-from videotapestry.video import frame_images, individual_frame_budget, sample_uniform
+from videotapestry.video import (
+    decode_indices,
+    frame_images,
+    individual_frame_budget,
+    uniform_indices,
+)
 
 
 async def direct_frames(ctx: RunContext) -> list[ImagePart]:
@@ -21,7 +26,8 @@ async def direct_frames(ctx: RunContext) -> list[ImagePart]:
     settings = ctx.config.agents.direct
     budget = individual_frame_budget(ctx.config.images, settings)
     info = ctx.video.info
-    frames = await asyncio.to_thread(sample_uniform, ctx.video, 0.0, info.duration_s, budget)
+    indices = uniform_indices(ctx.video, 0.0, info.duration_s, budget)
+    frames = await asyncio.to_thread(decode_indices, ctx.decoders, indices)
     images = await asyncio.to_thread(
         frame_images, frames, ctx.config.images, max_frames=settings.max_frames, label=False
     )

@@ -20,7 +20,13 @@ from videotapestry.video.reader import (
     open_video,
     probe,
 )
-from videotapestry.video.sampling import sample_uniform, sample_windows
+from videotapestry.video.sampling import (
+    decode_indices,
+    sample_uniform,
+    sample_windows,
+    uniform_indices,
+    window_indices,
+)
 from videotapestry.video.windows import (
     TimeWindow,
     asr_windows,
@@ -38,6 +44,7 @@ __all__ = [
     "VideoInfo",
     "VideoReader",
     "asr_windows",
+    "decode_indices",
     "encode_jpeg",
     "fingerprint",
     "format_timestamp",
@@ -51,5 +58,7 @@ __all__ = [
     "probe",
     "sample_uniform",
     "sample_windows",
+    "uniform_indices",
     "visual_window",
+    "window_indices",
 ]
