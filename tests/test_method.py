@@ -515,3 +515,21 @@ def test_imported_memory_records_its_video_and_refuses_another(
     with pytest.raises(FingerprintMismatchError):
         ask(make_vt(server, embedder), other, memory=dest)
     assert ask(make_vt(server, embedder), video, memory=dest).answer == "B"
+
+
+def test_pace_mem_switches_change_the_focus_evidence(
+    server: FakeOpenAIServer, embedder, video: Path
+) -> None:
+    server.on(None, ScriptedModel())
+    full = ask(make_vt(server, embedder), video).levels[2].evidence_selection
+    top1 = ask(
+        make_vt(server, embedder, "pace_mem.method=top_k", "pace_mem.fixed_k=1"), video
+    ).levels[2]
+    assert full["method"] == "pace_mem" and len(full["selected_ids"]) > 1
+    assert top1.evidence_selection["method"] == "top_k"
+    assert len(top1.evidence_selection["selected_ids"]) == 1
+    chosen = top1.evidence_selection["clip_ids"].index(top1.evidence_selection["selected_ids"][0])
+    # The Focus agent is shown exactly the records of the one chosen clip.
+    shown = top1.static["macro_0002"].count("\n- slot")
+    assert shown == top1.evidence_selection["record_counts"][chosen]
+    assert "slot2_o1" in top1.static["macro_0002"]  # the oven display's clip
