@@ -530,6 +530,6 @@ def test_pace_mem_switches_change_the_focus_evidence(
     assert len(top1.evidence_selection["selected_ids"]) == 1
     chosen = top1.evidence_selection["clip_ids"].index(top1.evidence_selection["selected_ids"][0])
     # The Focus agent is shown exactly the records of the one chosen clip.
-    shown = top1.static["macro_0002"].count("\n- slot")
+    shown = top1.static["macro_0002"].split("Relations:")[0].count("\n- ")
     assert shown == top1.evidence_selection["record_counts"][chosen]
     assert "slot2_o1" in top1.static["macro_0002"]  # the oven display's clip
