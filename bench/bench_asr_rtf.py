@@ -23,6 +23,7 @@ import re
 import time
 from pathlib import Path
 
+import jiwer
 import numpy as np
 
 from videotapestry.asr import WhisperTranscriber
@@ -59,16 +60,6 @@ def words(text: str) -> list[str]:
     return re.sub(r"[^a-z' ]+", " ", text.lower()).split()
 
 
-def word_error_rate(reference: list[str], hypothesis: list[str]) -> float:
-    previous = list(range(len(hypothesis) + 1))
-    for i, ref in enumerate(reference, start=1):
-        current = [i]
-        for j, hyp in enumerate(hypothesis, start=1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ref != hyp)))
-        previous = current
-    return previous[-1] / max(1, len(reference))
-
-
 def measure(path: Path, beam: int, threads: int) -> dict[str, float]:
     overrides = [f"asr.beam_size={beam}", f"asr.cpu_threads={threads}"]
     asr = load_config(profile="offline", overrides=overrides).asr
@@ -87,7 +78,7 @@ def measure(path: Path, beam: int, threads: int) -> dict[str, float]:
         "load_s": load_s,
         "audio_s": stats.audio_seconds,
         "work_s": stats.decode_seconds + stats.recognize_seconds,
-        "wer": word_error_rate(block * repeats, spoken),
+        "wer": jiwer.wer(" ".join(block * repeats), " ".join(spoken)),
     }
 
 
