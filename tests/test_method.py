@@ -533,3 +533,25 @@ def test_pace_mem_switches_change_the_focus_evidence(
     shown = top1.static["macro_0002"].split("Relations:")[0].count("\n- ")
     assert shown == top1.evidence_selection["record_counts"][chosen]
     assert "slot2_o1" in top1.static["macro_0002"]  # the oven display's clip
+
+
+def test_whisper_transcribes_the_asr_windows_for_a_video_with_speech(
+    server: FakeOpenAIServer, embedder, tmp_path: Path
+) -> None:
+    speech = Path(__file__).parent / "fixtures" / "speech.mp4"
+    server.on(None, ScriptedModel())
+    vt = make_vt(
+        server,
+        embedder,
+        "asr.whisper_model=packaged:tiny.en",
+        "asr.compute_type=int8",
+        "asr.beam_size=1",
+        f"asr.cache_dir={tmp_path / 'asr'}",
+    )
+    result = ask(vt, speech)
+    [request] = [r for r in server.requests if r.prompt == "asr_observation"]
+    assert "train" in request.text.lower() and "harbor" in request.text.lower()
+    assert QUESTION not in request.text
+    [speech_obs] = [o for o in result.levels[0].observations if o.kind == "asr"]
+    assert speech_obs.transcript_lines >= 5
+    assert speech_obs.windows == [(0.0, 36.0)]  # shorter than 600 s: the whole video

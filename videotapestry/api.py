@@ -23,7 +23,7 @@ from typing import Any
 from videotapestry.agents.context import ProgressCallback, RunContext
 from videotapestry.agents.rules import is_global_question
 from videotapestry.agents.state import LevelOutcome, QuestionInput
-from videotapestry.asr import make_transcript_source
+from videotapestry.asr import TranscriptSource, make_transcript_source
 from videotapestry.config import Config, load_config
 from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
 from videotapestry.graph import build_graph
@@ -35,7 +35,7 @@ from videotapestry.prompts import PromptRegistry, short_hash
 from videotapestry.retrieval import PackedClips
 from videotapestry.retrieval.from_memory import pack_memory_evidence
 from videotapestry.trace import Trace
-from videotapestry.video import open_video
+from videotapestry.video import VideoReader, open_video
 
 
 @dataclass
@@ -179,6 +179,7 @@ class VideoTapestry:
         self.service = service or ModelService(self.config)
         self.embedder = embedder or SentenceTransformerEmbedder(self.config.embedding)
         self._memories: dict[tuple[str, str | None], LoadedMemory] = {}
+        self._whisper: TranscriptSource | None = None  # one model load for all questions
 
     # -- memory ----------------------------------------------------------------------------
 
@@ -308,22 +309,23 @@ class VideoTapestry:
         elif video is None:
             disabled = "no video file was given; answering from the stored memory only"
         video_fp = None
-        extra = []
+        extra: list[VideoReader] = []
         if disabled is None:
             reader = open_video(video, self.config.video)
             video_fp = reader.info.fingerprint
-            extra = [
-                open_video(video, self.config.video)
-                for _ in range(self.config.video.parallel_decoders - 1)
-            ]
-        loaded = self.load_memory(memory, video_fingerprint=video_fp)
-        transcripts = None
-        if reader is not None and (reader.info.has_audio or item.subtitle_path):
-            transcripts = make_transcript_source(
-                self.config.asr,
-                subtitle_path=item.subtitle_path,
-                subtitle_offset_s=item.subtitle_offset_s,
-            )
+        try:
+            if reader is not None:
+                extra = [
+                    open_video(video, self.config.video)
+                    for _ in range(self.config.video.parallel_decoders - 1)
+                ]
+            loaded = self.load_memory(memory, video_fingerprint=video_fp)
+            transcripts = self._transcripts(reader, item)
+        except BaseException:
+            for opened in [reader, *extra]:
+                if opened is not None:
+                    opened.close()
+            raise
         return RunContext(
             config=self.config,
             memory=loaded.memory,
@@ -338,6 +340,27 @@ class VideoTapestry:
             observation_disabled=disabled,
             progress=progress,
         )
+
+    def _transcripts(
+        self, reader: VideoReader | None, item: QuestionInput
+    ) -> TranscriptSource | None:
+        """Subtitles when the config says so and the question has them; else one shared
+        Whisper (loaded once) for videos with audio; else no ASR for this question."""
+        if reader is None:
+            return None
+        if self.config.asr.source == "subtitles":
+            if not item.subtitle_path:
+                return None
+            return make_transcript_source(
+                self.config.asr,
+                subtitle_path=item.subtitle_path,
+                subtitle_offset_s=item.subtitle_offset_s,
+            )
+        if not reader.info.has_audio:
+            return None
+        if self._whisper is None:
+            self._whisper = make_transcript_source(self.config.asr)
+        return self._whisper
 
     def _result(
         self, item: QuestionInput, ctx: RunContext, state: Mapping[str, Any], elapsed: float
