@@ -237,7 +237,10 @@ class VideoTapestry:
         progress: ProgressCallback | None = None,
         checkpointer: Any = None,
         thread_id: str | None = None,
+        keep_images: bool = True,
     ) -> Result:
+        """Answer one question. ``keep_images`` keeps the JPEGs the agents saw on the result
+        (for notebooks); batch runs leave it off, as hundreds of questions would hold GBs."""
         started = time.perf_counter()
         qid = question_id or short_hash(question, *options)
         item = QuestionInput(
@@ -268,9 +271,13 @@ class VideoTapestry:
             state = await graph.ainvoke(state_in, run_config, context=ctx)
         finally:
             ctx.close_video()
+        if not keep_images:
+            ctx.images.clear()
         return self._result(item, ctx, state, time.perf_counter() - started)
 
-    async def abatch(self, items: Iterable[QuestionItem], *, concurrency: int = 4) -> list[Result]:
+    async def abatch(
+        self, items: Iterable[QuestionItem], *, concurrency: int = 4, keep_images: bool = False
+    ) -> list[Result]:
         """Answer many questions, at most ``concurrency`` at a time, results in input order."""
         limit = asyncio.Semaphore(max(1, concurrency))
 
@@ -284,6 +291,7 @@ class VideoTapestry:
                     question_id=item.question_id,
                     subtitle_path=item.subtitle_path,
                     subtitle_offset_s=item.subtitle_offset_s,
+                    keep_images=keep_images,
                 )
 
         return list(await asyncio.gather(*(one(item) for item in items)))

@@ -112,35 +112,26 @@ async def decide(
     fallback_ids: Sequence[str],
     notes: list[str],
 ) -> ValidatedDecision:
-    """One decision call, validated in code (SPEC §5).
-
-    At the Subgraph level the outcome is fixed by rule (stop), so no call is made; the
-    handoff trace records STOP either way.
-    """
+    """One decision call, validated in code (SPEC §5); at Subgraph the stop is then forced."""
     ids_with_children = [i for i in current_ids if _has_children(ctx, level, i)]
-    # The Subgraph level's outcome is fixed (stop), so it is validated without a call.
-    decision: Decision | None = Decision(stop_descending=True)
-    if level != "subgraph":
-        decision, ok = await call_or_fallback(
-            ctx,
-            "decision",
-            "decision",
-            Decision,
-            Decision(),
-            level=level,
-            notes=notes,
-            agent_name=agent,
-            memory_level=level,
-            question=question.question,
-            options=question.options,
-            upstream_instruction=instruction_in or "",
-            memories=memories,
-            trajectory=trajectory,
-        )
-        if not ok:
-            decision = None
+    decision, ok = await call_or_fallback(
+        ctx,
+        "decision",
+        "decision",
+        Decision,
+        Decision(),
+        level=level,
+        notes=notes,
+        agent_name=agent,
+        memory_level=level,
+        question=question.question,
+        options=question.options,
+        upstream_instruction=instruction_in or "",
+        memories=memories,
+        trajectory=trajectory,
+    )
     validated = validate_decision(
-        decision,
+        decision if ok else None,
         level=level,
         is_global=is_global,
         current_ids=list(current_ids),
