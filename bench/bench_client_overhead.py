@@ -57,7 +57,7 @@ async def main(calls: int) -> None:
     image_mb = sum(len(p.jpeg) for p in images) / 1e6
     with FakeOpenAIServer() as server, tempfile.TemporaryDirectory() as tmp:
         server.on(None, lambda _: FakeReply.json(REPLY))
-        raw = openai.AsyncOpenAI(base_url=server.base_url, api_key="bench-key")
+        raw = openai.AsyncOpenAI(base_url=server.base_url, api_key=os.environ["OPENAI_API_KEY"])
 
         def prompt(index: int):
             return registry.render(

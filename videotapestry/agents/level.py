@@ -63,6 +63,19 @@ async def call_or_fallback(
         return fallback, False
 
 
+def level_variables(
+    agent: str, level: Level, question: QuestionInput, instruction_in: str | None
+) -> dict[str, object]:
+    """Template variables every Skim/Focus/decision prompt shares."""
+    return {
+        "agent_name": agent,
+        "memory_level": level,
+        "question": question.question,
+        "options": question.options,
+        "upstream_instruction": instruction_in or "",
+    }
+
+
 def clean(text: str) -> str:
     """Memory text as stored: option-steering sentences removed."""
     return strip_option_steering(text or "").strip()
@@ -122,11 +135,7 @@ async def decide(
         Decision(),
         level=level,
         notes=notes,
-        agent_name=agent,
-        memory_level=level,
-        question=question.question,
-        options=question.options,
-        upstream_instruction=instruction_in or "",
+        **level_variables(agent, level, question, instruction_in),
         memories=memories,
         trajectory=trajectory,
     )
