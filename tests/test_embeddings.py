@@ -36,3 +36,12 @@ def test_missing_local_model_directory_is_a_clear_error(tmp_path) -> None:
     embedder = SentenceTransformerEmbedder(EmbeddingConfig(model=str(tmp_path / "absent")))
     with pytest.raises(EmbeddingError, match="cannot load embedding model"):
         embedder.embed(["x"])
+
+
+def test_a_query_prompt_the_model_lacks_is_not_sent() -> None:
+    embedder = SentenceTransformerEmbedder(
+        EmbeddingConfig(model=PACKAGED, query_prompt_name="query")
+    )
+    plain = SentenceTransformerEmbedder(EmbeddingConfig(model=PACKAGED, query_prompt_name=None))
+    text = ["what temperature was the oven set to"]
+    assert np.allclose(embedder.embed(text, query=True), plain.embed(text, query=True))

@@ -10,7 +10,6 @@ product is a cosine. ``packaged:all-MiniLM-L6-v2`` names the copy shipped inside
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -91,8 +90,10 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         kwargs = {}
-        if query and self.config.query_prompt_name:
-            kwargs["prompt_name"] = self.config.query_prompt_name
+        name = self.config.query_prompt_name
+        # Only models that define the prompt get it (Qwen3-Embedding has "query"; MiniLM none).
+        if query and name and name in (getattr(model, "prompts", None) or {}):
+            kwargs["prompt_name"] = name
         vectors = model.encode(
             list(texts),
             batch_size=self.config.batch_size,
@@ -114,9 +115,6 @@ class SentenceTransformerEmbedder:
         local = Path(path).is_dir()
         if not local and (Path(path).is_absolute() or path.startswith((".", "~"))):
             raise EmbeddingError(f"cannot load embedding model {path!r}: no such directory")
-        if local:
-            # A local directory must never trigger a hub lookup (no network here, or in CI).
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
         try:
