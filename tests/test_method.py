@@ -560,3 +560,23 @@ def test_whisper_transcribes_the_asr_windows_for_a_video_with_speech(
     [speech_obs] = [o for o in result.levels[0].observations if o.kind == "asr"]
     assert speech_obs.transcript_lines >= 5
     assert speech_obs.windows == [(0.0, 36.0)]  # shorter than 600 s: the whole video
+
+
+def test_a_refused_key_stops_the_question_instead_of_guessing(
+    server: FakeOpenAIServer, embedder, video: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from videotapestry.cli import main
+    from videotapestry.errors import ModelAuthError
+
+    server.on(None, lambda _: FakeReply(content="invalid key", status=401))
+    with pytest.raises(ModelAuthError, match="OPENAI_API_KEY"):
+        ask(make_vt(server, embedder), video)
+    assert len(server.requests) == 1  # the first call, not one refused call per step
+    code = main(
+        ["ask", str(video), "--memory", str(SAMPLE), "--question", QUESTION,
+         "--option", "A. a", "--option", "B. b",
+         "-o", f"models.default.base_url={server.base_url}",
+         "-o", "embedding.model=packaged:all-MiniLM-L6-v2",
+         "-o", "embedding.query_prompt_name=null"]
+    )  # fmt: skip
+    assert code == 2 and "refused" in capsys.readouterr().err

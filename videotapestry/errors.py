@@ -53,8 +53,12 @@ class ModelCallError(VideoTapestryError):
     """A call to a model endpoint failed after the configured retries.
 
     ``role`` and ``endpoint`` are kept so a level agent can log which call failed and apply
-    its documented fallback.
+    its documented fallback. ``recoverable`` is False for failures that no fallback can
+    answer around (a refused key, an unreachable server, a request the program built wrong):
+    those stop the question instead of producing fallback answers for every call.
     """
+
+    recoverable = True
 
     def __init__(self, message: str, *, role: str | None = None, endpoint: str | None = None):
         super().__init__(message)
@@ -77,9 +81,13 @@ class ModelServerError(ModelCallError):
 class ModelConnectionError(ModelCallError):
     """The endpoint could not be reached (wrong base URL, server down)."""
 
+    recoverable = False
+
 
 class ModelAuthError(ModelCallError):
-    """The endpoint refused the API key (401/403)."""
+    """The endpoint refused the API key (401/403), or no key is set."""
+
+    recoverable = False
 
 
 class ModelRequestError(ModelCallError):
@@ -92,6 +100,8 @@ class ModelResponseError(ModelCallError):
 
 class ImageLimitError(ModelCallError):
     """A request carries more images than the configured per-call cap."""
+
+    recoverable = False
 
 
 class StructuredOutputError(ModelCallError):

@@ -84,6 +84,8 @@ async def _answer(
         # The model answered, just not in the schema: its text may still name a letter.
         raw_answer, reasoning, error = exc.raw_text, exc.raw_text, str(exc)
     except ModelCallError as exc:
+        if not exc.recoverable:
+            raise
         raw_answer, reasoning, error = "", "", str(exc)
     choice = extract_answer_letter(raw_answer, reasoning, options)
     if choice.source == "fallback":

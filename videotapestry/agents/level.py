@@ -59,6 +59,8 @@ async def call_or_fallback(
             True,
         )
     except ModelCallError as exc:
+        if not exc.recoverable:
+            raise
         notes.append(f"{prompt_name} failed ({type(exc).__name__}); using the fallback")
         return fallback, False
 

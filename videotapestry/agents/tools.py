@@ -121,6 +121,8 @@ async def _ask_visual(
             "observation", prompt, VisualObservation, images, level=record.level
         )
     except ModelCallError as exc:
+        if not exc.recoverable:
+            raise
         return record.model_copy(update={"error": str(exc)})
     return record.model_copy(
         update={"result": reply.observation_result, "uncertainty": reply.uncertainty}
@@ -154,6 +156,8 @@ async def observe_speech(
             "asr_observation", prompt, AsrObservation, level="super"
         )
     except ModelCallError as exc:
+        if not exc.recoverable:
+            raise
         return record.model_copy(update={"error": str(exc)}), lines
     quoted = match_evidence_lines(reply.asr_evidence, lines)
     return (
