@@ -322,4 +322,8 @@ async def _ask(args: argparse.Namespace) -> int:
     )
     if result.observation_disabled:
         print(f"observation disabled: {result.observation_disabled}")
+    if result.answer_source == "fallback":
+        print("warning: the Answer agent gave no usable option letter; this is the fallback")
+    if usage.failed_calls:
+        print(f"warning: {usage.failed_calls} model call(s) failed; see the trace")
     return 0
