@@ -458,6 +458,15 @@ def test_abatch_answers_every_question_in_order(
     assert all(r.answer == "B" for r in results)
     # Every image a model call carried is kept on the result (20 grids + Skim + Focus frames).
     assert results[0].usage.images == len(results[0].images) > 20
+
+    async def lean():  # noqa: ANN202
+        try:
+            return await vt.abatch(items[:1])  # the default: no JPEGs held by the results
+        finally:
+            await vt.aclose()
+
+    [kept_nothing] = asyncio.run(lean())
+    assert kept_nothing.images == [] and kept_nothing.usage.images > 20
     html = results[0]._repr_html_()
     assert "Overview Agent" in html and "data:image/jpeg;base64," in html
 
