@@ -459,7 +459,7 @@ def test_abatch_answers_every_question_in_order(
     # Every image a model call carried is kept on the result (20 grids + Skim + Focus frames).
     assert results[0].usage.images == len(results[0].images) > 20
 
-    async def lean():  # noqa: ANN202
+    async def lean():
         try:
             return await vt.abatch(items[:1])  # the default: no JPEGs held by the results
         finally:
