@@ -323,8 +323,10 @@ class VideoTapestry:
             video_fp = reader.info.fingerprint
         try:
             if reader is not None:
+                # Same backend and probe as the first reader: no second probe or fingerprint,
+                # and every decoder returns identical frames.
                 extra = [
-                    open_video(video, self.config.video)
+                    type(reader)(video, self.config.video, info=reader.info)
                     for _ in range(self.config.video.parallel_decoders - 1)
                 ]
             loaded = self.load_memory(memory, video_fingerprint=video_fp)
