@@ -1,13 +1,16 @@
-"""MemDreamer import/export: the shared sample, every layout variant, round trips, bad input."""
+"""MemDreamer import/export: the shared sample, every layout variant, the released layout
+(tests/fixtures/memdreamer_released, see make_memdreamer_released.py), round trips, bad input."""
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from videotapestry.errors import MemoryFormatError
@@ -16,9 +19,14 @@ from videotapestry.memory import (
     EventNode,
     OCRTextNode,
     VideoMemory,
+    ensure_embeddings,
     export_memdreamer,
     import_memdreamer,
+    keep_valid_embeddings,
+    load_memory,
+    save_memory,
 )
+from videotapestry.memory.embedding_index import embeddings_match
 
 SAMPLE = Path(__file__).parent / "fixtures" / "memdreamer_sample"
 GRAPH = Path("phase3") / "hierarchical_graph_final.json"
@@ -357,3 +365,201 @@ def test_edge_to_unknown_node_is_skipped_with_a_warning(
     memory = import_memdreamer(root)
     assert memory.counts()["relations"] == 19
     assert "slot4_v9" in caplog.text
+
+
+# --------------------------------------------------------------------------- the released layout
+
+RELEASED = Path(__file__).parent / "fixtures" / "memdreamer_released"
+KITCHEN = RELEASED / "kitchen_0001"
+HARBOUR = RELEASED / "harbour_0002"
+#: The model MemDreamer's embeddings.json comes from, as sentence-transformers names it.
+QWEN_8B = "Qwen/Qwen3-Embedding-8B"
+
+
+def released_copy(tmp_path: Path, video: Path = KITCHEN) -> Path:
+    target = tmp_path / video.name
+    shutil.copytree(video, target)
+    return target
+
+
+def released_subgraph(root: Path, slot: int) -> Path:
+    episode = f"episode_{slot:04d}"
+    return root / "phase2_topdown" / episode / episode / "step5_subgraph.json"
+
+
+class HashEmbedder:
+    """Deterministic vectors of any length under any model name (no model to load)."""
+
+    def __init__(self, model_name: str, dimension: int) -> None:
+        self.model_name = model_name
+        self.dimension = dimension
+        self.texts = 0
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        self.texts += len(texts)
+        rows = [
+            np.random.default_rng(zlib.crc32(t.encode())).normal(size=self.dimension) for t in texts
+        ]
+        matrix = np.array(rows, dtype=np.float32).reshape(len(texts), self.dimension)
+        return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def kitchen() -> VideoMemory:
+    return import_memdreamer(KITCHEN)
+
+
+def test_released_layout_imports(kitchen: VideoMemory) -> None:
+    # phase4/ graph, phase2_topdown/episode_XXXX/episode_XXXX/ subgraphs, ids under
+    # entity_id / event_id / ocr_id, phase4/intermediate unification.
+    assert kitchen.counts() == {
+        "RootEvent": 1,
+        "SuperEvent": 2,
+        "MacroEvent": 4,
+        "Entity": 6,
+        "Event": 4,
+        "OCRText": 2,
+        "relations": 7,
+        "clips": 0,
+    }
+    display = kitchen.node("slot2_o1")
+    assert isinstance(display, OCRTextNode) and display.text == "190°C"
+    assert (display.time_range.start, display.time_range.end) == (144.0, 160.0)
+    assert kitchen.macro_id_of("slot2_o1") == "macro_0002"
+    assert kitchen.node("slot2_v1").subject_ids == ("slot2_e1",)
+    assert kitchen.variants_of("nora") == ("Baker Nora", "Nora")
+    scale = kitchen.node("slot0_e2")
+    assert isinstance(scale, EntityNode)
+    assert scale.distinctive_features == ("silver", "flat")
+    episode = KITCHEN / "phase2_topdown" / "episode_0000" / "episode_0000"
+    assert scale.keyframe_path == str((episode / "features" / "e2" / "best_frame.jpg").resolve())
+
+
+def test_released_embeddings_are_the_node_vectors_with_their_model(kitchen: VideoMemory) -> None:
+    embeddings = kitchen.embeddings
+    assert embeddings is not None
+    assert embeddings.model_name == QWEN_8B
+    assert (
+        kitchen.manifest is not None and kitchen.manifest.embedding_model == embeddings.model_name
+    )
+    assert embeddings.ids == tuple(n.id for n in kitchen.nodes(["Entity", "Event", "OCRText"]))
+    raw = json.loads((KITCHEN / "embeddings.json").read_text())
+    for node_id in ("slot0_e1", "slot2_o1", "slot3_v1"):
+        expected = np.array(raw[node_id]) / np.linalg.norm(raw[node_id])
+        np.testing.assert_allclose(embeddings.vector(node_id), expected, rtol=1e-6)
+    # Recorded for exactly these node texts, so they count as valid for their own model only.
+    assert embeddings_match(kitchen, QWEN_8B)
+    assert not embeddings_match(kitchen, "Qwen/Qwen3-Embedding-0.6B")
+
+
+def test_released_second_video_variants(caplog: pytest.LogCaptureFixture) -> None:
+    # phase4/hierarchical_graph.json (non-final), ids under node_id, an Entity without a
+    # keyframe file, and a vector for an id that is no subgraph node.
+    harbour = import_memdreamer(HARBOUR)
+    assert harbour.root.title == "A harbour walk"
+    assert harbour.node("slot0_o1").text == "GATE 4"
+    lighthouse = harbour.node("slot1_e1")
+    assert isinstance(lighthouse, EntityNode) and lighthouse.keyframe_path is None
+    assert lighthouse.distinctive_features == ("red", "tall")
+    assert harbour.node("slot0_e1").keyframe_path is not None
+    assert harbour.embeddings is not None and len(harbour.embeddings) == 4
+    assert "macro_0000" in caplog.text and "ignored" in caplog.text
+
+
+def test_released_round_trips_export_and_native(tmp_path: Path, kitchen: VideoMemory) -> None:
+    exported = export_memdreamer(kitchen, tmp_path / "exported")
+    written = json.loads(subgraph_file(exported, 0).read_text())
+    scale = next(n for n in written["nodes"] if n["node_id"] == "e2")
+    assert scale["visual_grounding"]["distinctive_features"] == ["silver", "flat"]
+    again = import_memdreamer(exported)
+    assert again == kitchen
+    assert again.node("slot0_e2").keyframe_path == kitchen.node("slot0_e2").keyframe_path
+    assert again.embeddings is not None and kitchen.embeddings is not None
+    assert again.embeddings.model_name == QWEN_8B
+    np.testing.assert_allclose(again.embeddings.vectors, kitchen.embeddings.vectors, atol=1e-6)
+    assert import_memdreamer(export_memdreamer(again, tmp_path / "twice")) == kitchen
+
+    save_memory(kitchen, tmp_path / "native")
+    loaded = load_memory(tmp_path / "native")
+    assert loaded == kitchen
+    assert loaded.node("slot1_e1").distinctive_features == ("green apron", "flour on hands")
+    assert loaded.node("slot0_e2").keyframe_path == kitchen.node("slot0_e2").keyframe_path
+    assert loaded.embeddings is not None and loaded.embeddings.model_name == QWEN_8B
+
+
+def test_entity_without_keyframe_writes_no_keyframe_field(tmp_path: Path, sample: VideoMemory):
+    # Memories without keyframes keep schema version 1's memory.json unchanged.
+    save_memory(sample, tmp_path / "native")
+    assert "keyframe_path" not in (tmp_path / "native" / "memory.json").read_text()
+
+
+def test_released_kind_follows_the_id_key_when_node_type_is_absent(tmp_path: Path) -> None:
+    root = released_copy(tmp_path)
+    edit_json(released_subgraph(root, 2), lambda s: [n.pop("node_type") for n in s["nodes"]])
+    memory = import_memdreamer(root)
+    assert [memory.kind(i) for i in ("slot2_e5", "slot2_v1", "slot2_o1")] == [
+        "Entity",
+        "Event",
+        "OCRText",
+    ]
+
+
+def test_final_graph_in_phase4_wins_over_a_draft_in_phase3(tmp_path: Path) -> None:
+    root = released_copy(tmp_path)
+    draft = json.loads((root / "phase4" / "hierarchical_graph_final.json").read_text())
+    draft["root_event"]["title"] = "an older draft"
+    (root / "phase3").mkdir()
+    (root / "phase3" / "hierarchical_graph.json").write_text(json.dumps(draft))
+    assert import_memdreamer(root).root.title == "Baking a loaf with Nora"
+
+
+def test_embeddings_json_without_every_node_is_not_imported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = released_copy(tmp_path)
+    edit_json(root / "embeddings.json", lambda e: e.pop("slot2_o1"))
+    memory = import_memdreamer(root)
+    assert memory.embeddings is None
+    assert memory.manifest is not None and memory.manifest.embedding_model is None
+    assert "no vector for 1 of 12 nodes" in caplog.text and "slot2_o1" in caplog.text
+
+
+def test_embeddings_json_errors_name_file_and_node(tmp_path: Path) -> None:
+    root = released_copy(tmp_path)
+    edit_json(root / "embeddings.json", lambda e: e["slot2_o1"].append(0.5))
+    with pytest.raises(MemoryFormatError, match=r"embeddings\.json: field 'slot2_o1' has 9 values"):
+        import_memdreamer(root)
+    edit_json(root / "embeddings.json", lambda e: e.update(slot2_o1="not a vector"))
+    with pytest.raises(MemoryFormatError, match=r"'slot2_o1' must be a non-empty list"):
+        import_memdreamer(root)
+    edit_json(root / "embeddings.json", lambda e: e.update(slot2_o1=[0.0] * 8))
+    with pytest.raises(MemoryFormatError, match=r"'slot2_o1' is all zeros"):
+        import_memdreamer(root)
+
+
+def test_imported_vectors_are_used_only_by_their_model_and_length(kitchen: VideoMemory) -> None:
+    same = HashEmbedder(QWEN_8B, 8)
+    assert ensure_embeddings(kitchen, same) is kitchen and same.texts == 0
+    # Same name, other length (a cut-down or renamed model): recomputed, never mixed.
+    longer = HashEmbedder(QWEN_8B, 16)
+    recomputed = ensure_embeddings(kitchen, longer)
+    assert recomputed.embeddings is not None and recomputed.embeddings.dimension == 16
+    assert longer.texts > 0
+    # The configured default model: its own vectors, and the manifest says so.
+    other = ensure_embeddings(kitchen, HashEmbedder("Qwen/Qwen3-Embedding-0.6B", 8))
+    assert other.embeddings is not None and other.embeddings.model_name.endswith("0.6B")
+    assert other.manifest is not None and other.manifest.embedding_model.endswith("0.6B")
+    assert not np.allclose(other.embeddings.vectors, kitchen.embeddings.vectors)
+
+
+def test_keep_valid_embeddings_prefers_valid_then_configured(kitchen: VideoMemory) -> None:
+    imported = kitchen.embeddings
+    own = ensure_embeddings(kitchen, HashEmbedder("toy", 4)).embeddings
+    assert keep_valid_embeddings(kitchen, [own, imported]).embeddings is own
+    chosen = keep_valid_embeddings(kitchen, [own, imported], preferred_model=imported.model_name)
+    assert chosen.embeddings is imported
+    # Vectors made for other texts are dropped rather than attached to these nodes.
+    harbour_vectors = import_memdreamer(HARBOUR).embeddings
+    dropped = keep_valid_embeddings(kitchen, [harbour_vectors])
+    assert dropped.embeddings is None
+    assert dropped.manifest is not None and dropped.manifest.embedding_model is None

@@ -28,9 +28,14 @@ from videotapestry.memory.locator import (
     split_anchors,
 )
 from videotapestry.memory.memdreamer import (
+    MEMDREAMER_EMBEDDING_MODEL,
+    ImportOutcome,
     export_memdreamer,
     import_memdreamer,
+    import_memdreamer_into,
     is_memdreamer_memory,
+    keep_valid_embeddings,
+    memdreamer_videos,
 )
 from videotapestry.memory.schema import (
     NODE_KINDS,
@@ -73,13 +78,21 @@ def open_memory(path: str | Path, *, expected_fingerprint: str | None = None) ->
         return memory
     if not path.exists():
         raise MemoryFormatError(f"memory path {path} does not exist")
+    videos = memdreamer_videos(path)
+    if videos:
+        keys = ", ".join(list(videos)[:5]) + (", …" if len(videos) > 5 else "")
+        raise MemoryFormatError(
+            f"{path} holds the MemDreamer memories of {len(videos)} videos ({keys}); open one "
+            f"of them, e.g. {next(iter(videos.values()))}"
+        )
     raise MemoryFormatError(
         f"{path} is neither a videotapestry memory (memory.json + manifest.json) nor a "
-        "MemDreamer memory (phase3/hierarchical_graph_final.json)"
+        "MemDreamer memory (phase3/ or phase4/hierarchical_graph_final.json)"
     )
 
 
 __all__ = [
+    "MEMDREAMER_EMBEDDING_MODEL",
     "NODE_KINDS",
     "RELATION_TYPES",
     "SCHEMA_VERSION",
@@ -91,6 +104,7 @@ __all__ = [
     "EntityGroup",
     "EntityNode",
     "EventNode",
+    "ImportOutcome",
     "LocatorHit",
     "MacroEvent",
     "MemoryLocator",
@@ -110,9 +124,12 @@ __all__ = [
     "ensure_embeddings",
     "export_memdreamer",
     "import_memdreamer",
+    "import_memdreamer_into",
     "is_memdreamer_memory",
     "is_native_memory",
+    "keep_valid_embeddings",
     "load_memory",
+    "memdreamer_videos",
     "node_description",
     "node_label",
     "open_memory",

@@ -10,6 +10,7 @@ Rows are L2-normalized, so semantic search is one matrix-vector product.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -25,6 +26,8 @@ from videotapestry.memory.schema import (
     OCRTextNode,
     VideoMemory,
 )
+
+logger = logging.getLogger(__name__)
 
 
 def embedding_text(node: AnyNode) -> str:
@@ -131,14 +134,35 @@ def embeddings_match(memory: VideoMemory, model_name: str) -> bool:
     return stored.ids == ids and stored.digest == digest
 
 
+def embedder_dimension(embedder: Embedder) -> int:
+    """The length of the embedder's vectors (its ``dimension``, else one probe embedding)."""
+    dimension = getattr(embedder, "dimension", None)
+    if isinstance(dimension, int):
+        return dimension
+    return int(np.asarray(embedder.embed(["dimension probe"], query=True)).shape[1])
+
+
 def ensure_embeddings(memory: VideoMemory, embedder: Embedder) -> VideoMemory:
     """The memory with vectors from ``embedder``: the stored ones if still valid, else new ones.
 
-    The manifest's ``embedding_model`` is updated to match, so saving the result records which
-    model the stored vectors belong to.
+    Stored vectors are reused only when the model name, the node texts *and* the vector length
+    agree: an imported memory may carry vectors under a model's name that were cut to another
+    length (or a local model may reuse a name), and query vectors of one length must never be
+    scored against rows of another. The manifest's ``embedding_model`` is updated to match, so
+    saving the result records which model the stored vectors belong to.
     """
     if embeddings_match(memory, embedder.model_name):
-        return memory
+        stored = memory.embeddings
+        assert stored is not None
+        dimension = embedder_dimension(embedder)
+        if stored.dimension == dimension:
+            return memory
+        logger.warning(
+            "stored vectors of %s are %d-dimensional but the embedder gives %d; recomputing",
+            embedder.model_name,
+            stored.dimension,
+            dimension,
+        )
     embeddings = compute_node_embeddings(memory, embedder)
     updated = memory.with_embeddings(embeddings)
     if memory.manifest is not None:

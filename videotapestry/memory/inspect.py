@@ -13,7 +13,7 @@ import html
 import json
 from typing import Any
 
-from videotapestry.memory.schema import NODE_KINDS, AnyNode, VideoMemory, node_label
+from videotapestry.memory.schema import NODE_KINDS, AnyNode, EntityNode, VideoMemory, node_label
 from videotapestry.memory.serialize import clock_range, node_line, relation_line
 
 
@@ -39,7 +39,8 @@ def _tree_label(node: AnyNode) -> str:
 
 
 def memory_summary(memory: VideoMemory) -> dict[str, Any]:
-    """JSON-ready summary: counts per kind, manifest, embeddings, and every node in brief."""
+    """JSON-ready summary: counts per kind, manifest, embeddings, and every node in brief
+    (with an Entity's keyframe path when it has one, to check an import found the images)."""
     embeddings = memory.embeddings
     return {
         "root_id": memory.root.id,
@@ -53,17 +54,21 @@ def memory_summary(memory: VideoMemory) -> dict[str, Any]:
             else None
         ),
         "unification": [g.model_dump(mode="json") for g in memory.unification],
-        "nodes": [
-            {
-                "id": node.id,
-                "kind": node.kind,
-                "label": node_label(node),
-                "time_range": [node.time_range.start, node.time_range.end],
-                "parent": node.parent_id,
-            }
-            for node in _tree_order(memory)
-        ],
+        "nodes": [_node_summary(node) for node in _tree_order(memory)],
     }
+
+
+def _node_summary(node: AnyNode) -> dict[str, Any]:
+    summary: dict[str, Any] = {
+        "id": node.id,
+        "kind": node.kind,
+        "label": node_label(node),
+        "time_range": [node.time_range.start, node.time_range.end],
+        "parent": node.parent_id,
+    }
+    if isinstance(node, EntityNode) and node.keyframe_path is not None:
+        summary["keyframe_path"] = node.keyframe_path
+    return summary
 
 
 def _tree_order(memory: VideoMemory) -> list[AnyNode]:

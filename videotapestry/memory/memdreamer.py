@@ -7,19 +7,31 @@ so the importer accepts every layout variant seen in them::
     phase3/intermediate/step2p5_entity_unification.json   (optional)
     phase2/episode_*/step5_subgraph.json         (or episode_X/episode_X/step5_subgraph.json)
 
-and turns their conventions into ours: subgraph times local to the slot become absolute
+and the layout of MemDreamer's released memories, one folder per video under a root
+(``<root>/<video_key>/``), whose phase-3 folder is named ``phase4/`` and whose subgraphs live
+in ``phase2_topdown/``, with ``embeddings.json`` (``{node_id: [float, ...]}`` for the
+Entity/Event/OCRText nodes, made with Qwen3-Embedding-8B) and each Entity's keyframe at
+``phase2_topdown/episode_{slot:04d}/episode_{slot:04d}/features/<local_id>/best_frame.jpg``.
+
+It turns their conventions into ours: subgraph times local to the slot become absolute
 (``start_sec`` added), an Entity's time is its ``visual_grounding.primary_time_sec`` plus a
 short span, time ranges given as ``{start, end}`` or ``[start, end]`` are both read, an Entity
-with a null name is named from its type and description, subgraph ids get the ``slot{N}_``
+with a null name is named from its type and description, a subgraph node's id is its
+``node_id``, ``entity_id``, ``event_id`` or ``ocr_id``, subgraph ids get the ``slot{N}_``
 prefix unless they already carry it, and a MacroEvent's subgraph is the one whose slot is
-``anchors.slot_ids[0]``. ``export_memdreamer`` writes the same layout back, so import →
-export → import gives an equal memory for every field we model.
+``anchors.slot_ids[0]``. Vectors from ``embeddings.json`` become the node embeddings, recorded
+under their model's name, so query time reuses them only with that same model and otherwise
+recomputes (``ensure_embeddings``). ``export_memdreamer`` writes the phase2/phase3 layout
+back (with ``embeddings.json`` when the memory has vectors), so import → export → import gives
+an equal memory for every field we model.
 
 Documented fallbacks (logged as warnings, never silent): a missing root is made from the
 SuperEvents; an episode folder without a subgraph file, a subgraph whose slot no MacroEvent
-claims, and a subgraph edge whose end is not a node of that subgraph are skipped. Broken
-structure (a SuperEvent naming a MacroEvent that does not exist, a MacroEvent under no
-SuperEvent, a missing phase2 folder, malformed JSON) is an error naming the file and field.
+claims, a subgraph edge whose end is not a node of that subgraph, and vectors for ids that are
+not subgraph nodes are skipped; an ``embeddings.json`` that lacks a vector for some node is
+not imported (the vectors must cover every node). Broken structure (a SuperEvent naming a
+MacroEvent that does not exist, a MacroEvent under no SuperEvent, a missing phase2 folder,
+malformed JSON, vectors of different lengths) is an error naming the file and field.
 """
 
 from __future__ import annotations
@@ -27,16 +39,28 @@ from __future__ import annotations
 import logging
 import math
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from videotapestry.embeddings import Embedder
 from videotapestry.errors import MemoryFormatError
+from videotapestry.memory.embedding_index import (
+    NodeEmbeddings,
+    current_digest,
+    embeddings_match,
+    ensure_embeddings,
+)
 from videotapestry.memory.schema import (
     RELATION_TYPES,
     EntityGroup,
     EntityNode,
     EventNode,
     MacroEvent,
+    MemoryManifest,
     OCRTextNode,
     Relation,
     RootEvent,
@@ -44,23 +68,127 @@ from videotapestry.memory.schema import (
     TimeRange,
     VideoMemory,
 )
-from videotapestry.memory.storage import new_manifest, read_json, write_json_atomic
+from videotapestry.memory.storage import (
+    is_native_memory,
+    load_embeddings,
+    new_manifest,
+    read_json,
+    read_manifest,
+    save_memory,
+    write_json_atomic,
+)
 
 logger = logging.getLogger(__name__)
 
 GRAPH_FILE = Path("phase3") / "hierarchical_graph_final.json"
 FALLBACK_GRAPH_FILE = Path("phase3") / "hierarchical_graph.json"
-UNIFICATION_FILE = Path("phase3") / "intermediate" / "step2p5_entity_unification.json"
+_UNIFICATION_NAME = Path("intermediate") / "step2p5_entity_unification.json"
+UNIFICATION_FILE = Path("phase3") / _UNIFICATION_NAME
 SUBGRAPH_FILE = "step5_subgraph.json"
+EMBEDDINGS_FILE = "embeddings.json"
+KEYFRAME_FILE = "best_frame.jpg"
+#: The released memories name the phase-3 folder ``phase4/``; MemDreamer's scripts say phase3.
+PHASE3_DIRS = ("phase3", "phase4")
+#: Subgraph folders, in order of preference: ours and the scripts', then the release's.
+PHASE2_DIRS = ("phase2", "phase2_topdown")
+GRAPH_NAMES = ("hierarchical_graph_final.json", "hierarchical_graph.json")
+#: The model that made the vectors of MemDreamer's ``embeddings.json`` (sentence-transformers
+#: name); a graph file we exported records another one under ``embedding_model``.
+MEMDREAMER_EMBEDDING_MODEL = "Qwen/Qwen3-Embedding-8B"
 #: Length given to an Entity's time range, which MemDreamer records as a single moment.
 DEFAULT_ENTITY_SPAN_S = 5.0
 #: Times are kept to the millisecond so local ↔ absolute conversions round-trip exactly.
 _TIME_DECIMALS = 3
+#: Subgraph node keys that carry the local id, and the kind each one implies.
+_ID_KEYS = (
+    ("node_id", None),
+    ("entity_id", "Entity"),
+    ("event_id", "Event"),
+    ("ocr_id", "OCRText"),
+)
+#: Files or folders that mark a directory as one video's MemDreamer memory.
+_MARKERS = (*PHASE3_DIRS, *PHASE2_DIRS, EMBEDDINGS_FILE)
+
+
+@dataclass(frozen=True)
+class MemDreamerLayout:
+    """Where one video's files are, whichever variant of the layout the memory uses."""
+
+    root: Path
+    graph_file: Path
+    phase2: Path
+    unification_file: Path | None
+    embeddings_file: Path | None
+
+
+def _graph_files(root: Path) -> list[Path]:
+    """Existing graph files, best first: a final one in either phase-3 folder before a draft."""
+    return [
+        root / folder / name
+        for name in GRAPH_NAMES
+        for folder in PHASE3_DIRS
+        if (root / folder / name).is_file()
+    ]
 
 
 def is_memdreamer_memory(path: str | Path) -> bool:
-    path = Path(path)
-    return (path / GRAPH_FILE).is_file() or (path / FALLBACK_GRAPH_FILE).is_file()
+    return bool(_graph_files(Path(path)))
+
+
+def memdreamer_layout(source: str | Path) -> MemDreamerLayout:
+    """Find the files of one video's memory; errors name what is missing and where."""
+    root = Path(source)
+    if not root.is_dir():
+        raise MemoryFormatError(f"MemDreamer memory directory {root} does not exist")
+    graphs = _graph_files(root)
+    if not graphs:
+        expected = " or ".join(f"{folder}/{GRAPH_NAMES[0]}" for folder in PHASE3_DIRS)
+        raise MemoryFormatError(
+            f"{root} is not a MemDreamer memory: neither {expected} (nor a non-final "
+            f"{GRAPH_NAMES[1]}) exists"
+        )
+    graph_file = graphs[0]
+    if len(graphs) > 1 and graphs[1].name == graph_file.name:
+        logger.warning("%s and %s both exist; reading %s", graph_file, graphs[1], graph_file)
+    folders = [root / name for name in PHASE2_DIRS if (root / name).is_dir()]
+    with_episodes = [f for f in folders if any(f.glob("episode_*"))]
+    if len(with_episodes) > 1:
+        first, second = with_episodes[:2]
+        logger.warning("%s and %s both hold episodes; reading %s", first, second, first)
+    if not folders:
+        raise MemoryFormatError(
+            f"{root}: the phase2 folder is missing (expected {' or '.join(PHASE2_DIRS)}/"
+            f"episode_*/{SUBGRAPH_FILE} with the MacroEvent subgraphs)"
+        )
+    # Beside the graph that is read, else in the other phase-3 folder.
+    unifications = [
+        d / _UNIFICATION_NAME for d in (graph_file.parent, *(root / n for n in PHASE3_DIRS))
+    ]
+    unification = next((f for f in unifications if f.is_file()), None)
+    embeddings = root / EMBEDDINGS_FILE
+    return MemDreamerLayout(
+        root=root,
+        graph_file=graph_file,
+        phase2=(with_episodes or folders)[0],
+        unification_file=unification,
+        embeddings_file=embeddings if embeddings.is_file() else None,
+    )
+
+
+def memdreamer_videos(root: str | Path) -> dict[str, Path]:
+    """The per-video folders of a release root (``<root>/<video_key>/``), by video key.
+
+    A folder counts when it holds any part of the layout (a phase folder or embeddings.json),
+    so a video whose memory is incomplete is reported by the import instead of ignored.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        return {}
+    return {
+        child.name: child
+        for child in sorted(root.iterdir())
+        if child.is_dir() and any((child / marker).exists() for marker in _MARKERS)
+    }
 
 
 # --------------------------------------------------------------------------- import
@@ -71,41 +199,32 @@ def import_memdreamer(
     *,
     entity_span_s: float = DEFAULT_ENTITY_SPAN_S,
     video_fingerprint: str | None = None,
+    embedding_model: str | None = None,
 ) -> VideoMemory:
-    """Read a MemDreamer memory directory into a validated ``VideoMemory``.
+    """Read one video's MemDreamer memory directory into a validated ``VideoMemory``.
 
     ``video_fingerprint`` (of the video the memory was built from) goes into the manifest so
     later loads can refuse a different video; MemDreamer itself does not record one.
+    ``embedding_model`` names the model of ``embeddings.json`` (default: the one the graph
+    file records, else ``MEMDREAMER_EMBEDDING_MODEL``). Name it exactly as the configuration
+    does: query time reuses the vectors only for a model of that name and vector length.
     """
-    root_dir = Path(source)
-    if not root_dir.is_dir():
-        raise MemoryFormatError(f"MemDreamer memory directory {root_dir} does not exist")
-    graph_file = root_dir / GRAPH_FILE
-    if not graph_file.is_file():
-        graph_file = root_dir / FALLBACK_GRAPH_FILE
-    if not graph_file.is_file():
-        raise MemoryFormatError(
-            f"{root_dir} is not a MemDreamer memory: neither {GRAPH_FILE} nor "
-            f"{FALLBACK_GRAPH_FILE} exists"
-        )
-    phase2 = root_dir / "phase2"
-    if not phase2.is_dir():
-        raise MemoryFormatError(
-            f"{root_dir}: the phase2 folder is missing (expected "
-            f"phase2/episode_*/{SUBGRAPH_FILE} with the MacroEvent subgraphs)"
-        )
-    reader = _GraphReader(graph_file, read_json(graph_file))
+    layout = memdreamer_layout(source)
+    graph_data = read_json(layout.graph_file)
+    reader = _GraphReader(layout.graph_file, graph_data)
     super_events, macro_events, relations, root = reader.read()
-    slots = _slot_index(macro_events, graph_file)
+    slots = _slot_index(macro_events, layout.graph_file)
     subgraph_nodes = []
-    for subgraph_file in _subgraph_files(phase2):
-        nodes, edges = _read_subgraph(subgraph_file, slots, entity_span_s)
+    for episode, subgraph_file in _subgraph_files(layout.phase2):
+        nodes, edges = _read_subgraph(
+            subgraph_file, episode, slots, entity_span_s, keyframes_root=layout.root
+        )
         subgraph_nodes.extend(nodes)
         relations.extend(edges)
-    unification = _read_unification(root_dir / UNIFICATION_FILE)
+    unification = _read_unification(layout.unification_file)
     manifest = new_manifest(
         "memdreamer",
-        source_path=str(root_dir.resolve()),
+        source_path=str(layout.root.resolve()),
         video_fingerprint=video_fingerprint,
     )
     memory = VideoMemory(
@@ -116,9 +235,85 @@ def import_memdreamer(
         relations=relations,
         unification=unification,
         manifest=manifest,
-        origin=str(root_dir),
+        origin=str(layout.root),
     )
-    return memory.with_manifest(manifest.model_copy(update={"counts": memory.counts()}))
+    embeddings = None
+    if layout.embeddings_file is not None:
+        recorded = graph_data.get("embedding_model")
+        model = embedding_model or (recorded if isinstance(recorded, str) and recorded else None)
+        embeddings = _read_embeddings(
+            layout.embeddings_file, memory, model or MEMDREAMER_EMBEDDING_MODEL
+        )
+    manifest = manifest.model_copy(
+        update={
+            "counts": memory.counts(),
+            "embedding_model": embeddings.model_name if embeddings is not None else None,
+        }
+    )
+    return memory.with_manifest(manifest).with_embeddings(embeddings)
+
+
+def _read_embeddings(path: Path, memory: VideoMemory, model: str) -> NodeEmbeddings | None:
+    """``{node_id: [float, ...]}`` as L2-normalized rows in the memory's embedding order.
+
+    The digest of the imported node texts is recorded with them, so the vectors stay in use
+    exactly as long as those texts do (an edited memory is re-embedded, never mismatched).
+    """
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise MemoryFormatError(
+            f"{path}: expected a JSON object mapping node ids to vectors, got {type(data).__name__}"
+        )
+    ids, digest = current_digest(memory)
+    known = set(ids)
+    unknown = [key for key in data if key not in known]
+    if unknown:
+        logger.warning(
+            "%s: %d vector(s) for ids that are not Entity/Event/OCRText nodes here (e.g. %s); "
+            "ignored",
+            path,
+            len(unknown),
+            ", ".join(unknown[:3]),
+        )
+    missing = [node_id for node_id in ids if node_id not in data]
+    if missing:
+        logger.warning(
+            "%s has no vector for %d of %d nodes (e.g. %s); not imported: the configured "
+            "embedding model computes all of them when the memory is used",
+            path,
+            len(missing),
+            len(ids),
+            ", ".join(missing[:3]),
+        )
+        return None
+    if not ids:
+        return None
+    rows = [_vector(data[node_id], path, node_id) for node_id in ids]
+    dimension = rows[0].shape[0]
+    for node_id, row in zip(ids, rows, strict=True):
+        if row.shape[0] != dimension:
+            raise MemoryFormatError(
+                f"{path}: field {node_id!r} has {row.shape[0]} values but {ids[0]!r} has "
+                f"{dimension}; all vectors must come from one model"
+            )
+    matrix = np.stack(rows)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return NodeEmbeddings(model, ids, (matrix / norms).astype(np.float32), digest)
+
+
+def _vector(value: Any, path: Path, node_id: str) -> np.ndarray:
+    where = f"{path}: field {node_id!r}"
+    if not isinstance(value, list) or not value:
+        raise MemoryFormatError(f"{where} must be a non-empty list of numbers")
+    try:
+        row = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise MemoryFormatError(f"{where} must be a list of numbers") from None
+    if row.ndim != 1 or not np.isfinite(row).all():
+        raise MemoryFormatError(f"{where} must be a flat list of finite numbers")
+    if not np.any(row):
+        raise MemoryFormatError(f"{where} is all zeros; it cannot be compared by cosine")
+    return row
 
 
 class _GraphReader:
@@ -301,21 +496,47 @@ def _slot_index(macros: list[MacroEvent], graph_file: Path) -> dict[int, MacroEv
     return slots
 
 
-def _subgraph_files(phase2: Path) -> list[Path]:
+def _subgraph_files(phase2: Path) -> list[tuple[Path, Path]]:
+    """(episode folder, its subgraph file) for every episode, flat or nested one level."""
     files = []
     for episode in sorted(p for p in phase2.glob("episode_*") if p.is_dir()):
         flat, nested = episode / SUBGRAPH_FILE, episode / episode.name / SUBGRAPH_FILE
         if flat.is_file():
-            files.append(flat)
+            files.append((episode, flat))
         elif nested.is_file():
-            files.append(nested)
+            files.append((episode, nested))
         else:
             logger.warning("%s holds no %s; skipped", episode, SUBGRAPH_FILE)
     return files
 
 
+def _keyframe(
+    item: dict[str, Any], local_ids: Sequence[str], episode: Path, root: Path
+) -> str | None:
+    """An Entity's keyframe: a path the JSON names (our export), else best_frame.jpg on disk.
+
+    The release keeps it in ``episode_X/episode_X/features/<local_id>/``; a flat
+    ``episode_X/features/`` is looked in too. Paths are absolute, so a native memory made
+    from this import still finds the images.
+    """
+    given = item.get("keyframe_path")
+    if isinstance(given, str) and given:
+        return str(root.resolve() / given) if not Path(given).is_absolute() else given
+    for folder in (episode / episode.name, episode):
+        for local in local_ids:
+            candidate = folder / "features" / local / KEYFRAME_FILE
+            if candidate.is_file():
+                return str(candidate.resolve())
+    return None
+
+
 def _read_subgraph(
-    path: Path, slots: dict[int, MacroEvent], entity_span_s: float
+    path: Path,
+    episode: Path,
+    slots: dict[int, MacroEvent],
+    entity_span_s: float,
+    *,
+    keyframes_root: Path,
 ) -> tuple[list[EntityNode | EventNode | OCRTextNode], list[Relation]]:
     data = read_json(path)
     if not isinstance(data, dict):
@@ -352,17 +573,22 @@ def _read_subgraph(
         node_type = item.get("node_type")
         if node_type == "MacroEvent":
             continue  # the MacroEvent itself is read from phase3
-        local = item.get("node_id") or item.get("entity_id") or item.get("event_id")
-        local = local or item.get("ocr_id")
-        if local is None or str(local) == "":
-            raise MemoryFormatError(f"{path}: field {where}.node_id is missing")
+        present = [(k, kind) for k, kind in _ID_KEYS if item.get(k) not in (None, "")]
+        if not present:
+            keys = ", ".join(k for k, _ in _ID_KEYS)
+            raise MemoryFormatError(f"{path}: field {where} has no id (none of {keys})")
+        key = present[0][0]
+        node_type = node_type or next((kind for _, kind in present if kind), None)
+        local = str(item[key])
         node_id = global_id(local)
         if node_id in seen:
-            raise MemoryFormatError(f"{path}: field {where}.node_id {node_id!r} is used twice")
+            raise MemoryFormatError(f"{path}: field {where}.{key} {node_id!r} is used twice")
         seen.add(node_id)
         common = {"id": node_id, "parent_id": macro.id}
         if node_type == "Entity":
-            nodes.append(_entity(item, common, start, macro, entity_span_s, path, where))
+            local_ids = tuple(dict.fromkeys((local, node_id[len(prefix) :])))
+            keyframe = _keyframe(item, local_ids, episode, keyframes_root)
+            nodes.append(_entity(item, common, start, macro, entity_span_s, path, where, keyframe))
         elif node_type == "Event":
             nodes.append(
                 EventNode(
@@ -420,6 +646,7 @@ def _entity(
     span_s: float,
     path: Path,
     where: str,
+    keyframe: str | None,
 ) -> EntityNode:
     name = item.get("name")
     entity_type = _text(item.get("entity_type"))
@@ -440,7 +667,6 @@ def _entity(
     attributes = item.get("attributes") or {}
     if not isinstance(attributes, dict):
         raise MemoryFormatError(f"{path}: field {where}.attributes must be an object")
-    features = grounding.get("distinctive_features")
     return EntityNode(
         **common,
         name=str(name),
@@ -448,10 +674,20 @@ def _entity(
         description=description,
         attributes=attributes,
         grounding_time=grounding_time,
-        distinctive_features=None if features is None else str(features),
+        distinctive_features=_features(grounding.get("distinctive_features")),
         name_inferred=inferred,
+        keyframe_path=keyframe,
         time_range=time_range,
     )
+
+
+def _features(value: Any) -> str | tuple[str, ...] | None:
+    """One text (older memories) stays a text; the release's list stays a list of texts."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return _strings(value)
+    return str(value)
 
 
 def _local_range(
@@ -463,8 +699,8 @@ def _local_range(
     return _time_range(value, path, f"{where}.time_range", offset=start)
 
 
-def _read_unification(path: Path) -> list[EntityGroup]:
-    if not path.is_file():
+def _read_unification(path: Path | None) -> list[EntityGroup]:
+    if path is None:
         return []
     data = read_json(path)
     mappings = data.get("entity_mappings", []) if isinstance(data, dict) else data
@@ -486,6 +722,130 @@ def _read_unification(path: Path) -> list[EntityGroup]:
             )
         )
     return groups
+
+
+# --------------------------------------------------------------------------- into a native dir
+
+
+@dataclass(frozen=True)
+class ImportOutcome:
+    """What ``import_memdreamer_into`` wrote, and where its node vectors came from."""
+
+    destination: Path
+    manifest: MemoryManifest
+    #: "embeddings.json", "kept" (the destination's own), "computed", or None (no vectors).
+    embeddings_from: str | None
+
+
+def import_memdreamer_into(
+    source: str | Path,
+    destination: str | Path,
+    *,
+    force: bool = False,
+    video_fingerprint: str | None = None,
+    embedding_model: str | None = None,
+    preferred_model: str | None = None,
+    embedder: Embedder | None = None,
+    entity_span_s: float = DEFAULT_ENTITY_SPAN_S,
+) -> ImportOutcome:
+    """Import one video's memory and save it as a native memory in ``destination``.
+
+    A non-empty destination is refused unless ``force``; then it must be a videotapestry
+    memory, and what it already holds is not thrown away blindly: its stored vectors are kept
+    while they are still valid for the imported nodes (same ids and texts; see
+    ``keep_valid_embeddings``), and its recorded video fingerprint is kept when the same
+    source is imported again without a new one. ``embedder`` (``--embed``) then makes sure the
+    vectors are that model's, reusing whichever candidate already is.
+    """
+    dest = Path(destination)
+    stored, previous = _existing_destination(dest, force=force)
+    source_path = str(Path(source).resolve())
+    if (
+        video_fingerprint is None
+        and previous is not None
+        and previous.source_path == source_path
+        and previous.video_fingerprint is not None
+    ):
+        logger.info("%s: keeping the recorded video fingerprint of %s", dest, source_path)
+        video_fingerprint = previous.video_fingerprint
+    memory = import_memdreamer(
+        source,
+        entity_span_s=entity_span_s,
+        video_fingerprint=video_fingerprint,
+        embedding_model=embedding_model,
+    )
+    imported = memory.embeddings
+    memory = keep_valid_embeddings(memory, [stored, imported], preferred_model=preferred_model)
+    chosen = memory.embeddings
+    if embedder is not None:
+        memory = ensure_embeddings(memory, embedder)
+    origin = None
+    if memory.embeddings is not None:
+        if memory.embeddings is not chosen:
+            origin = "computed"
+        else:
+            origin = "kept" if chosen is stored else EMBEDDINGS_FILE
+    manifest = save_memory(memory, dest)
+    return ImportOutcome(destination=dest, manifest=manifest, embeddings_from=origin)
+
+
+def _existing_destination(
+    dest: Path, *, force: bool
+) -> tuple[NodeEmbeddings | None, MemoryManifest | None]:
+    """Refuse what must not be overwritten; else the vectors and manifest stored there."""
+    if dest.exists() and not dest.is_dir():
+        raise MemoryFormatError(f"cannot import into {dest}: it is a file, not a directory")
+    if not dest.is_dir() or not any(dest.iterdir()):
+        return None, None
+    if not force:
+        raise MemoryFormatError(
+            f"{dest} is not empty; import into a new or empty directory, or pass --force to "
+            "replace the memory there (its embeddings are kept while still valid)"
+        )
+    if not is_native_memory(dest):
+        raise MemoryFormatError(
+            f"refusing to import into {dest}: it is not empty and not a videotapestry memory, "
+            "and --force only replaces a memory; choose a new or empty directory"
+        )
+    previous = read_manifest(dest)
+    try:
+        stored = load_embeddings(dest)
+    except MemoryFormatError as exc:
+        logger.warning("%s; the stored embeddings cannot be kept", exc)
+        stored = None
+    return stored, previous
+
+
+def keep_valid_embeddings(
+    memory: VideoMemory,
+    candidates: Sequence[NodeEmbeddings | None],
+    *,
+    preferred_model: str | None = None,
+) -> VideoMemory:
+    """``memory`` with the first candidate still valid for it (``None``s are skipped).
+
+    Valid means made for exactly these node ids and texts (``embeddings_match``), so vectors
+    of edited nodes are dropped, never mixed with new ones. A valid candidate of
+    ``preferred_model`` (the configured one, which query time will use) wins over the order.
+    With no valid candidate the memory carries no vectors.
+    """
+    valid = [
+        c
+        for c in candidates
+        if c is not None and embeddings_match(memory.with_embeddings(c), c.model_name)
+    ]
+    for candidate in candidates:
+        if candidate is not None and all(candidate is not v for v in valid):
+            logger.warning(
+                "embeddings of %s were made for other node texts; not kept", candidate.model_name
+            )
+    preferred = [c for c in valid if c.model_name == preferred_model]
+    chosen = (preferred or valid or [None])[0]
+    manifest = memory.manifest
+    if manifest is not None:
+        model = chosen.model_name if chosen is not None else None
+        memory = memory.with_manifest(manifest.model_copy(update={"embedding_model": model}))
+    return memory.with_embeddings(chosen)
 
 
 # --------------------------------------------------------------------------- shared parsing
@@ -579,6 +939,9 @@ def export_memdreamer(memory: VideoMemory, destination: str | Path) -> Path:
 
     MacroEvents without a slot get the next free slot numbers. Relations that the layout
     cannot hold (between different levels or across subgraphs) are skipped with a warning.
+    Node vectors go to ``embeddings.json`` with their model's name in the graph file
+    (``embedding_model``, which MemDreamer's reader ignores), so a re-import labels them
+    right; an Entity's keyframe is written as the path it has (images are not copied).
     """
     dest = Path(destination)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
@@ -669,6 +1032,11 @@ def export_memdreamer(memory: VideoMemory, destination: str | Path) -> Path:
             for g in memory.unification
         ]
         write_json_atomic(dest / UNIFICATION_FILE, {"entity_mappings": mappings})
+    embeddings = memory.embeddings
+    if embeddings is not None:
+        graph["embedding_model"] = embeddings.model_name
+        vectors = {i: embeddings.vector(i).tolist() for i in embeddings.ids}
+        write_json_atomic(dest / EMBEDDINGS_FILE, vectors)
     write_json_atomic(dest / GRAPH_FILE, graph)
     return dest
 
@@ -724,9 +1092,14 @@ def _subgraph_json(
                 grounding: dict[str, Any] = {
                     "primary_time_sec": _round(node.grounding_time - start)
                 }
-                if node.distinctive_features is not None:
-                    grounding["distinctive_features"] = node.distinctive_features
+                features = node.distinctive_features
+                if features is not None:
+                    grounding["distinctive_features"] = (
+                        list(features) if isinstance(features, tuple) else features
+                    )
                 entry["visual_grounding"] = grounding
+            if node.keyframe_path is not None:
+                entry["keyframe_path"] = node.keyframe_path
         elif isinstance(node, EventNode):
             entry = {
                 "node_id": node_id,

@@ -23,6 +23,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     field_serializer,
     field_validator,
     model_serializer,
@@ -163,9 +164,14 @@ class EntityNode(_Node):
     description: str = ""
     attributes: Mapping[str, Any] = Field(default_factory=lambda: MappingProxyType({}))
     grounding_time: float | None = Field(None, description="absolute seconds of best sighting")
-    distinctive_features: str | None = None
+    distinctive_features: str | tuple[str, ...] | None = Field(
+        None, description="as the source gave them: one text, or a list (MemDreamer's release)"
+    )
     name_inferred: bool = Field(
         False, description="the source had no name; `name` was made from type and description"
+    )
+    keyframe_path: str | None = Field(
+        None, description="image file of the best sighting (MemDreamer's best_frame.jpg)"
     )
 
     @field_validator("attributes", mode="after")
@@ -176,6 +182,15 @@ class EntityNode(_Node):
     @field_serializer("attributes")
     def _plain_attributes(self, value: Mapping[str, Any]) -> dict[str, Any]:
         return _thaw(value)
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_keyframe(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # keyframe_path came later than schema version 1's other fields: leaving it out when
+        # there is none keeps such memories byte-identical to (and readable by) older versions.
+        data = handler(self)
+        if data.get("keyframe_path") is None:
+            data.pop("keyframe_path", None)
+        return data
 
 
 class EventNode(_Node):

@@ -185,17 +185,23 @@ def load_memory(path: str | Path, *, expected_fingerprint: str | None = None) ->
         raise MemoryFormatError(
             f"{path} is not a videotapestry memory directory: {MANIFEST_FILE} is missing"
         )
-    manifest_data = read_json(manifest_file)
-    _check_version(manifest_data, manifest_file)
-    manifest = _validate(TypeAdapter(MemoryManifest), manifest_data, manifest_file, "")
+    manifest = read_manifest(path)
     check_fingerprint(manifest, expected_fingerprint, origin=str(path))
     memory_file = path / MEMORY_FILE
     if not memory_file.is_file():
         raise MemoryFormatError(f"{path}: {MEMORY_FILE} is missing")
     memory = parse_memory_document(read_json(memory_file), memory_file)
     memory = memory.with_manifest(manifest)
-    embeddings = _load_embeddings(path)
+    embeddings = load_embeddings(path)
     return memory.with_embeddings(embeddings) if embeddings is not None else memory
+
+
+def read_manifest(path: str | Path) -> MemoryManifest:
+    """The validated manifest.json of a native memory directory."""
+    manifest_file = Path(path) / MANIFEST_FILE
+    manifest_data = read_json(manifest_file)
+    _check_version(manifest_data, manifest_file)
+    return _validate(TypeAdapter(MemoryManifest), manifest_data, manifest_file, "")
 
 
 def check_fingerprint(
@@ -332,7 +338,9 @@ def describe_validation_error(
     return "\n".join(lines)
 
 
-def _load_embeddings(path: Path) -> NodeEmbeddings | None:
+def load_embeddings(path: str | Path) -> NodeEmbeddings | None:
+    """The node vectors stored in a native memory directory (None when it stores none)."""
+    path = Path(path)
     vectors_file, ids_file = path / EMBEDDINGS_FILE, path / EMBEDDING_IDS_FILE
     if not vectors_file.is_file() and not ids_file.is_file():
         return None
