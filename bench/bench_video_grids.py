@@ -2,7 +2,8 @@
 
 Frames are sampled once from a generated, textured 640x360 H.264 video (cached in
 bench/.cache/), then the encoding paths are timed on their own with the default image config
-(max side 768, quality 85). Prints the median time per call and the bytes a call carries.
+(images.max_side for grids, images.frame_max_side for single frames, jpeg_quality). Prints
+the median time per call and the bytes a call carries.
 
     python bench/bench_video_grids.py [--repeats 7]
 """

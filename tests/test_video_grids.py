@@ -214,3 +214,26 @@ def test_timestamp_helpers_reject_bad_input_and_pick_decimals() -> None:
     assert label_decimals([1.0, 1.04]) == 2
     assert format_range(65.2, 3601.0) == "[01:05-1:00:01]"
     assert re.fullmatch(r"\[\d\d:\d\d-\d\d:\d\d\]", format_range(1, 2))
+
+
+def test_grids_follow_max_side_single_frames_their_own_lower_cap(frames) -> None:
+    # A grid cell gets a third of the grid's width, so grids need a larger side than single
+    # frames for on-screen text to stay legible (bench/bench_grid_legibility.py).
+    from PIL import JpegImagePlugin
+
+    images = ImagesConfig(max_side=900, frame_max_side=200)
+    grid = overview_images(frames[:6], images, OverviewSettings())[0]
+    assert 896 <= decode(grid).shape[1] <= 900
+    single = frame_images(frames[:1], images, max_frames=1)[0]
+    assert max(decode(single).shape[:2]) == 200
+    # max_side still bounds every image: lowering it alone shrinks single frames too
+    capped = frame_images(frames[:1], ImagesConfig(max_side=160), max_frames=1)[0]
+    assert max(decode(capped).shape[:2]) == 160
+    # cells never enlarge a frame: 320-px frames make grids at most 3 x 320 + 2 gaps wide
+    wide = overview_images(frames[:6], ImagesConfig(max_side=2000), OverviewSettings())[0]
+    assert decode(wide).shape[1] == 3 * 320 + 2 * CELL_GAP
+    # colour kept at full resolution (4:4:4), so coloured text and tab edges do not smear
+    for part in (grid, single):
+        assert JpegImagePlugin.get_sampling(Image.open(io.BytesIO(part.jpeg))) == 0
+    defaults = load_config().images
+    assert defaults.frame_max_side < defaults.max_side

@@ -359,3 +359,367 @@ def _rate(fps: float):
 def _temporary_sibling(path: Path) -> Path:
     # Written next to the target and renamed into place, so a cached file is never partial.
     return path.with_name(f".{path.stem}.{os.getpid()}.partial{path.suffix}")
+
+
+# --------------------------------------------------------------------------- scene text
+#
+# Legibility benchmarks need on-screen text of realistic sizes whose exact strings and
+# positions are known: subtitles, slide text, signs and titles over a cluttered background.
+
+#: Heights of the burned-in strings as fractions of the frame height (the font's em size):
+#: small sign / slide body text (2.5 %), slide text (3.5 %), subtitles (5 %), titles (7.5 %).
+SCENE_TEXT_HEIGHTS = (0.025, 0.035, 0.05, 0.075)
+
+_TEXT_WORDS = (
+    "after",
+    "again",
+    "apple",
+    "April",
+    "arrive",
+    "basket",
+    "before",
+    "bottle",
+    "bridge",
+    "broken",
+    "butter",
+    "camera",
+    "candle",
+    "carpet",
+    "castle",
+    "centre",
+    "chapter",
+    "cheese",
+    "circle",
+    "closed",
+    "coffee",
+    "corner",
+    "cotton",
+    "dinner",
+    "doctor",
+    "dollar",
+    "driver",
+    "engine",
+    "entry",
+    "exit",
+    "family",
+    "farmer",
+    "figure",
+    "finish",
+    "flower",
+    "forest",
+    "friday",
+    "garden",
+    "ginger",
+    "golden",
+    "ground",
+    "guitar",
+    "hammer",
+    "harbour",
+    "height",
+    "island",
+    "jacket",
+    "kettle",
+    "ladder",
+    "lemon",
+    "letter",
+    "little",
+    "market",
+    "meeting",
+    "mirror",
+    "monday",
+    "mother",
+    "museum",
+    "needle",
+    "number",
+    "orange",
+    "office",
+    "open",
+    "paper",
+    "parcel",
+    "pencil",
+    "people",
+    "pepper",
+    "planet",
+    "pocket",
+    "police",
+    "potato",
+    "rabbit",
+    "record",
+    "river",
+    "rocket",
+    "salmon",
+    "school",
+    "second",
+    "silver",
+    "simple",
+    "sister",
+    "street",
+    "summer",
+    "sunday",
+    "supper",
+    "table",
+    "ticket",
+    "timber",
+    "tomato",
+    "travel",
+    "turtle",
+    "valley",
+    "velvet",
+    "window",
+    "winter",
+    "yellow",
+    "zipper",
+)
+_TEXT_FONTS = ("sans", "serif", "sans-bold", "opencv")
+_TEXT_STYLES = ("outline", "panel", "sign", "shadow")
+_TRUETYPE_FILES = {
+    "sans": "DejaVuSans.ttf",
+    "serif": "DejaVuSerif.ttf",
+    "sans-bold": "DejaVuSans-Bold.ttf",
+}
+#: Cap height of the TrueType faces as a fraction of their em size (OpenCV text is scaled to it).
+_CAP_HEIGHT = 0.73
+
+
+@dataclass(frozen=True)
+class TextItem:
+    """One burned-in string and the box of its glyphs (left, top, right, bottom), frame pixels."""
+
+    text: str
+    height_fraction: float
+    font: str
+    style: str
+    box: tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class SceneTextVideo:
+    """A written scene-text video and its ground truth: ``scenes[k]`` is on screen in scene k."""
+
+    path: Path
+    fps: float
+    frame_count: int
+    width: int
+    height: int
+    frames_per_scene: int
+    scenes: tuple[tuple[TextItem, ...], ...]
+
+    def items_at(self, index: int) -> tuple[TextItem, ...]:
+        """The strings visible in frame ``index``."""
+        return self.scenes[min(index // self.frames_per_scene, len(self.scenes) - 1)]
+
+
+class SceneTextRenderer:
+    """Scene ``k``: a cluttered background with one string at each of ``heights``.
+
+    Layout and text depend only on (size, heights, seed, k), so the ground truth of a cached
+    video can be recomputed without decoding it. Fonts cycle through three DejaVu faces (the
+    bundled Pillow font when they are missing) and the face of ``cv2.putText`` (Hershey in
+    OpenCV 4, a sans face in 5); styles through subtitle outline, light slide panel, coloured
+    sign and drop shadow. Strings stay below the top 24 % of the frame, where grid cells and
+    single frames carry their timestamp tab.
+    """
+
+    def __init__(
+        self,
+        size: tuple[int, int],
+        *,
+        heights: Sequence[float] = SCENE_TEXT_HEIGHTS,
+        seed: int = 0,
+    ) -> None:
+        self.width, self.height = size
+        self.heights = tuple(heights)
+        self.seed = seed
+        self._fonts: dict[tuple[str, int], object] = {}
+
+    def _font(self, name: str, em: int):
+        from PIL import ImageFont
+
+        key = (name, em)
+        if key not in self._fonts:
+            try:
+                self._fonts[key] = ImageFont.truetype(_TRUETYPE_FILES[name], em)
+            except OSError:  # pragma: no cover - system without DejaVu fonts
+                self._fonts[key] = ImageFont.load_default(size=em)
+        return self._fonts[key]
+
+    def _measure(self, text: str, font: str, em: int) -> tuple[int, int, int, int]:
+        """Glyph box of ``text`` drawn at the origin (PIL: top-left anchor; OpenCV: baseline)."""
+        if font == "opencv":
+            face, thickness, scale = self._opencv_face(em)
+            (w, h), base = cv2.getTextSize(text, face, scale, thickness)
+            return 0, -h, w, base
+        from PIL import Image, ImageDraw
+
+        draw = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+        return tuple(draw.textbbox((0, 0), text, font=self._font(font, em), stroke_width=0))
+
+    @staticmethod
+    def _opencv_face(em: int) -> tuple[int, int, float]:
+        face = cv2.FONT_HERSHEY_SIMPLEX
+        thickness = max(1, round(em / 14))
+        (_w, cap), _ = cv2.getTextSize("H", face, 1.0, thickness)
+        return face, thickness, _CAP_HEIGHT * em / max(cap, 1)
+
+    def _text(self, rng: np.random.Generator, style: str, font: str, em: int) -> str:
+        # Two words and a number (a count, clock time, price or code), about 15 characters:
+        # short enough to keep OCR cheap, and numbers are what a question most often asks.
+        words = [str(_TEXT_WORDS[i]) for i in rng.choice(len(_TEXT_WORDS), 2, replace=False)]
+        number = rng.choice(
+            [
+                f"{rng.integers(2, 99)}",
+                f"{rng.integers(1, 24)}:{rng.integers(0, 60):02d}",
+                f"{rng.integers(1, 99)}.{rng.integers(0, 100):02d}",
+                f"{rng.integers(1, 40)}B",
+            ]
+        )
+        parts = [*words, number]
+        rng.shuffle(parts)
+        if style == "outline":
+            parts = [p.lower() for p in parts]
+            parts[0] = parts[0].capitalize()
+        elif style == "panel":
+            parts = [p.capitalize() for p in parts]
+        else:
+            parts = [p.upper() for p in parts]
+        while len(parts) > 2:  # keep the line inside 88 % of the frame width
+            left, _, right, _ = self._measure(" ".join(parts), font, em)
+            if right - left <= 0.88 * self.width:
+                break
+            parts.pop()
+        return " ".join(parts)
+
+    def layout(self, scene: int) -> tuple[TextItem, ...]:
+        """The strings of scene ``scene`` with their boxes, without drawing anything."""
+        rng = np.random.default_rng((self.seed, scene))
+        top, bottom = 0.24 * self.height, 0.95 * self.height
+        slot = (bottom - top) / len(self.heights)
+        order = rng.permutation(len(self.heights))  # which height goes in which band
+        items = []
+        for position, which in enumerate(order):
+            fraction = self.heights[which]
+            em = max(6, round(fraction * self.height))
+            font = _TEXT_FONTS[(scene + which) % len(_TEXT_FONTS)]
+            style = _TEXT_STYLES[(scene // len(_TEXT_FONTS) + which) % len(_TEXT_STYLES)]
+            text = self._text(rng, style, font, em)
+            left, upper, right, lower = self._measure(text, font, em)
+            width, height = right - left, lower - upper
+            pad = math.ceil(0.35 * em)
+            x = int(rng.integers(pad, max(pad + 1, self.width - width - pad)))
+            free = max(0.0, slot - height - 2 * pad)
+            y = int(top + position * slot + pad + rng.uniform(0.2, 0.8) * free)
+            box = (x, y, x + width, y + height)
+            items.append(TextItem(text, fraction, font, style, box))
+        return tuple(items)
+
+    def render(self, scene: int) -> tuple[np.ndarray, tuple[TextItem, ...]]:
+        """Scene ``scene`` as an RGB array, and its strings."""
+        from PIL import Image, ImageDraw
+
+        items = self.layout(scene)
+        picture = Image.fromarray(self._background(scene))
+        draw = ImageDraw.Draw(picture)
+        opencv = []
+        for item in items:
+            em = max(6, round(item.height_fraction * self.height))
+            left, top, right, bottom = item.box
+            pad = math.ceil(0.35 * em)
+            if item.style in ("panel", "sign"):
+                fill = (
+                    (236, 234, 224)
+                    if item.style == "panel"
+                    else SCENE_COLORS[len(item.text) % len(SCENE_COLORS)]
+                )
+                draw.rectangle((left - pad, top - pad, right + pad, bottom + pad), fill=fill)
+            colour = (28, 28, 36) if item.style == "panel" else (255, 255, 255)
+            if item.font == "opencv":
+                opencv.append((item, em, colour))
+                continue
+            font = self._font(item.font, em)
+            ox, oy, _, _ = self._measure(item.text, item.font, em)
+            origin = (left - ox, top - oy)
+            if item.style == "shadow":
+                shift = max(1, em // 12)
+                draw.text((origin[0] + shift, origin[1] + shift), item.text, (0, 0, 0), font)
+            stroke = max(1, em // 12) if item.style == "outline" else 0
+            draw.text(origin, item.text, colour, font, stroke_width=stroke, stroke_fill=(0, 0, 0))
+        image = np.asarray(picture).copy()
+        for item, em, colour in opencv:
+            face, thickness, scale = self._opencv_face(em)
+            left, top, right, bottom = item.box
+            _, base = cv2.getTextSize(item.text, face, scale, thickness)
+            origin = (left, bottom - base)
+            if item.style in ("outline", "shadow"):
+                shift = 0 if item.style == "outline" else max(1, em // 12)
+                extra = 2 * max(1, em // 12) if item.style == "outline" else 0
+                cv2.putText(
+                    image,
+                    item.text,
+                    (origin[0] + shift, origin[1] + shift),
+                    face,
+                    scale,
+                    (0, 0, 0),
+                    thickness + extra,
+                    cv2.LINE_AA,
+                )
+            cv2.putText(image, item.text, origin, face, scale, colour, thickness, cv2.LINE_AA)
+        return image, items
+
+    def _background(self, scene: int) -> np.ndarray:
+        # A smooth colour field, some shapes and sensor-like noise: content that costs JPEG
+        # and H.264 bits the way camera footage does, so text is not on a flat, free canvas.
+        rng = np.random.default_rng((self.seed, scene, 1))
+        coarse = rng.integers(30, 200, (5, 8, 3)).astype(np.uint8)
+        image = cv2.resize(coarse, (self.width, self.height), interpolation=cv2.INTER_CUBIC)
+        for _ in range(6):
+            colour = tuple(int(c) for c in rng.integers(20, 230, 3))
+            centre = (int(rng.integers(0, self.width)), int(rng.integers(0, self.height)))
+            axes = (int(rng.integers(8, self.width // 4)), int(rng.integers(8, self.height // 4)))
+            cv2.ellipse(image, centre, axes, float(rng.uniform(0, 180)), 0, 360, colour, -1)
+        noise = rng.normal(0.0, 7.0, image.shape)
+        return np.clip(image.astype(np.float32) + noise, 0, 255).astype(np.uint8)
+
+
+def make_scene_text_video(
+    path: str | Path,
+    size: tuple[int, int] = (640, 360),
+    *,
+    scenes: int = 120,
+    scene_s: float = 2.0,
+    fps: float = 5.0,
+    crf: int = 23,
+    heights: Sequence[float] = SCENE_TEXT_HEIGHTS,
+    seed: int = 0,
+    reuse: bool = False,
+) -> SceneTextVideo:
+    """Write H.264 (libx264, ``crf``) of ``scenes`` static scenes of burned-in text.
+
+    With ``reuse`` an existing file at ``path`` is taken as written by an earlier call with
+    the same arguments (the ground truth is recomputed, not read from it).
+    """
+    path = Path(path)
+    renderer = SceneTextRenderer(size, heights=heights, seed=seed)
+    per_scene = max(1, round(scene_s * fps))
+    truth = tuple(renderer.layout(k) for k in range(scenes))
+    result = SceneTextVideo(
+        path, float(fps), scenes * per_scene, size[0], size[1], per_scene, truth
+    )
+    if reuse and path.exists():
+        return result
+    import av
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temporary_sibling(path)
+    with av.open(str(tmp), "w", format="mp4") as container:
+        stream = container.add_stream("libx264", rate=_rate(fps))
+        stream.width, stream.height = size
+        stream.pix_fmt = "yuv420p"
+        stream.options = {"preset": "veryfast", "crf": str(crf)}
+        for k in range(scenes):
+            image, _items = renderer.render(k)
+            for _ in range(per_scene):
+                frame = av.VideoFrame.from_ndarray(image, format="rgb24")
+                container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    os.replace(tmp, path)
+    return result

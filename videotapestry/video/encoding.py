@@ -3,8 +3,11 @@
 Two observation modes (SPEC §5): the Overview packs its frames into timestamp-labelled grids
 (``overview_images``), Skim and Focus send individual frames (``frame_images``), each with its
 timestamp burned into the corner by default, because a chat message carries its images after
-its text and the model could not otherwise tell which image shows which moment. Every image is
-scaled so its longer side is at most ``images.max_side`` and encoded at ``images.jpeg_quality``.
+its text and the model could not otherwise tell which image shows which moment. A grid is
+``images.max_side`` wide; a single frame is scaled down so its longer side is at most
+``images.frame_max_side`` (never above ``max_side``): a grid cell is a third of the grid's width,
+so grids need the larger side for on-screen text to stay legible (bench_grid_legibility.py).
+Every image is encoded at ``images.jpeg_quality``.
 
 Budgets are enforced here, before any encoding work: more frames or images than the config
 allows raise ``ImageLimitError`` (the caller should have sampled ``*_frame_budget`` frames).
@@ -24,7 +27,7 @@ from videotapestry.config import ImagesConfig, LevelSettings, OverviewSettings
 from videotapestry.errors import ImageLimitError
 from videotapestry.llm.types import ImagePart
 from videotapestry.timecode import format_timestamp, label_decimals
-from videotapestry.video.grids import draw_label, grid_count, label_font, pack_grids
+from videotapestry.video.grids import CELL_GAP, draw_label, grid_count, label_font, pack_grids
 from videotapestry.video.reader import Frame
 
 
@@ -39,6 +42,27 @@ def individual_frame_budget(images: ImagesConfig, level: LevelSettings) -> int:
     return min(level.max_frames, images.max_per_call)
 
 
+def frame_side(images: ImagesConfig) -> int:
+    """Longest side of a single frame: ``frame_max_side``, capped by ``max_side``.
+
+    ``max_side`` stays the bound on every image sent, so lowering it alone still shrinks
+    everything (the old single-setting behaviour for anyone who tuned it down).
+    """
+    return min(images.max_side, images.frame_max_side)
+
+
+def grid_width(frames: Sequence[Frame], max_side: int, columns: int) -> int:
+    """Width of the Overview grids: ``max_side``, or less when cells would enlarge frames.
+
+    Enlarging a frame adds no detail, only image tokens, so cells stop at the frames' own
+    width (as single frames are never scaled up either).
+    """
+    if not frames:
+        return max_side
+    width = min(frames, key=lambda f: f.timestamp_s).image.shape[1]
+    return min(max_side, columns * width + (columns - 1) * CELL_GAP)
+
+
 def resize_to_fit(image: np.ndarray, max_side: int) -> np.ndarray:
     """Scale down (never up) so that the longer side is at most ``max_side``."""
     height, width = image.shape[:2]
@@ -50,12 +74,22 @@ def resize_to_fit(image: np.ndarray, max_side: int) -> np.ndarray:
     return cv2.resize(image, size, interpolation=cv2.INTER_AREA)
 
 
+#: Pillow's JPEG chroma subsampling: 0 keeps colour at full resolution (4:4:4). Pillow's own
+#: default (4:2:0) halves it and fringes the edges of the black timestamp tabs on coloured
+#: frames: OCR misread 3-4 of 120 tabs in 1152-1536 px grids, none at 4:4:4. Scene-text recall
+#: is the same either way (bench_grid_legibility.py --chroma 420). Costs 30-40 % more bytes,
+#: no image tokens (those depend on pixel dimensions only).
+JPEG_SUBSAMPLING = 0
+
+
 def encode_jpeg(image: np.ndarray | Image.Image, *, max_side: int, quality: int) -> bytes:
     """JPEG bytes of an RGB image, scaled down to ``max_side`` first when larger."""
     array = np.asarray(image.convert("RGB")) if isinstance(image, Image.Image) else image
     array = resize_to_fit(array, max_side)
     buffer = io.BytesIO()
-    Image.fromarray(array).save(buffer, format="JPEG", quality=quality)
+    Image.fromarray(array).save(
+        buffer, format="JPEG", quality=quality, subsampling=JPEG_SUBSAMPLING
+    )
     return buffer.getvalue()
 
 
@@ -75,7 +109,7 @@ def overview_images(
         frames,
         columns=overview.grid_columns,
         rows=overview.grid_rows,
-        grid_width=images.max_side,
+        grid_width=grid_width(frames, images.max_side, overview.grid_columns),
     )
     parts = []
     for number, grid in enumerate(grids, start=1):
@@ -101,15 +135,16 @@ def frame_images(
         )
     ordered = sorted(frames, key=lambda f: f.timestamp_s)
     decimals = label_decimals([f.timestamp_s for f in ordered])
+    side = frame_side(images)
     parts = []
     for frame in ordered:
         text = format_timestamp(frame.timestamp_s, decimals)
-        array = resize_to_fit(frame.image, images.max_side)
+        array = resize_to_fit(frame.image, side)
         if label:
             picture = Image.fromarray(array)
             height = picture.height
             draw_label(picture, text, (0, 0, picture.width, height), label_font(height))
             array = np.asarray(picture)
-        jpeg = encode_jpeg(array, max_side=images.max_side, quality=images.jpeg_quality)
+        jpeg = encode_jpeg(array, max_side=side, quality=images.jpeg_quality)
         parts.append(ImagePart(jpeg, f"frame {text}", (frame.timestamp_s,)))
     return parts
