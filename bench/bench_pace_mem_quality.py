@@ -199,10 +199,12 @@ def make_query(rng: random.Random, redundancy: str) -> tuple[Query, list[str]]:
     return Query(question, facts, records, spans, fact_of_record), [*texts, question]
 
 
-def embed_all(texts: list[str]) -> dict[str, np.ndarray]:
-    """Vectors for every distinct text, cached across runs by text hash."""
+def embed_all(
+    texts: list[str], cache_name: str = "pace_mem_quality_minilm.npz"
+) -> dict[str, np.ndarray]:
+    """Vectors for every distinct text, cached across runs by text hash (one file per bench)."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / "pace_mem_quality_minilm.npz"
+    path = CACHE / cache_name
     known: dict[str, np.ndarray] = {}
     if path.exists():
         data = np.load(path)
@@ -357,14 +359,27 @@ def tune(splits, base: PaceMemConfig, depth_budget: float) -> PaceMemConfig:
     return best
 
 
+def add_set_option(parser: argparse.ArgumentParser, example: str) -> None:
+    """The ``--set key=value`` option of the PACE-Mem benches (this one, bench_focus_coverage)."""
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE",
+        help=f"change a PaceMemConfig setting for the whole run (e.g. --set {example})",
+    )  # fmt: skip
+
+
+def settings_from(items: list[str]) -> PaceMemConfig:
+    """The PaceMemConfig defaults changed by ``--set`` items, said aloud when there are any."""
+    changes = dict(parse_override(f"x.{item}") for item in items)
+    if changes:
+        print(f"settings changed for this run: {items}")
+    return PaceMemConfig(**{key[2:]: value for key, value in changes.items()})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--queries", type=int, default=120, help="queries per split")
     parser.add_argument("--tune", action="store_true", help="grid-search on the tune splits")
-    parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE",
-        help="change a PaceMemConfig setting for the whole run (e.g. --set k_max=12)",
-    )  # fmt: skip
+    add_set_option(parser, "k_max=12")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     started = time.perf_counter()
@@ -373,11 +388,8 @@ def main() -> None:
                    for i, r in enumerate(regimes)}  # fmt: skip
     report_splits = {r: build_split(seed=2 + 10 * i, count=args.queries, redundancy=r)
                      for i, r in enumerate(regimes)}  # fmt: skip
-    changes = dict(parse_override(f"x.{item}") for item in args.set)
-    defaults = PaceMemConfig(**{key[2:]: value for key, value in changes.items()})
-    if changes:
-        print(f"settings changed for this run: {args.set}")
-    label = "settings changed by --set" if changes else "default settings"
+    defaults = settings_from(args.set)
+    label = "settings changed by --set" if args.set else "default settings"
     for regime in regimes:
         report(f"REPORT split, {regime} redundancy, {label}", report_splits[regime], defaults)
     if args.tune:

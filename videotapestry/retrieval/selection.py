@@ -129,18 +129,11 @@ def select_evidence(
     everywhere -> K* = k_min for PACE-Mem (all declines tie at 0), 1 for Adaptive-k.
     """
     packed = _packed(clips, config)
-    query = normalized_query(query_vec, packed.dimension)
     if packed.size == 0:
+        normalized_query(query_vec, packed.dimension)  # still reject a malformed query
         return _empty_result(config)
 
-    scores = packed.embeddings @ query
-    if config.pooling:
-        relevance, vectors = pool_clips(
-            scores, packed.embeddings, packed.offsets, config.pooling_temperature
-        )
-    else:
-        relevance, vectors = best_record(scores, packed.embeddings, packed.offsets)
-
+    relevance, vectors = clip_relevance(query_vec, packed, config)
     count = packed.size
     adaptive_cut = None
     if config.method == "pace_mem" and config.mmr:
@@ -186,6 +179,25 @@ def select_evidence(
         clips=tuple(packed.clips[i] for i in selected),
         adaptive_cut=adaptive_cut,
     )
+
+
+def clip_relevance(
+    query_vec: np.ndarray, clips: Sequence[Clip] | PackedClips, config: PaceMemConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """Step 2 alone: each clip's relevance and vector, pooled or best-record as configured.
+
+    Exposed so callers that need relevance before choosing (the Focus floor, splitting a depth
+    budget across MacroEvents) read exactly the scores ``select_evidence`` ranks by. Returns
+    (relevance ``(C,)`` float64, unit vectors ``(C, D)``) for the packed, chronological clips.
+    """
+    packed = _packed(clips, config)
+    query = normalized_query(query_vec, packed.dimension)
+    if packed.size == 0:
+        return np.zeros(0, dtype=np.float64), np.zeros((0, 0), dtype=np.float32)
+    scores = packed.embeddings @ query
+    if config.pooling:
+        return pool_clips(scores, packed.embeddings, packed.offsets, config.pooling_temperature)
+    return best_record(scores, packed.embeddings, packed.offsets)
 
 
 def _packed(clips: Sequence[Clip] | PackedClips, config: PaceMemConfig) -> PackedClips:
