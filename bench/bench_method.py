@@ -12,6 +12,8 @@ runs, and the scripted model on the fake OpenAI-compatible server.
    critical path) x 1.0 s. Goal: <= 1.1x.
 3. Per variant: calls, images, prompt/completion tokens (the fake server's estimate:
    chars/4 + 85 per image) and composite-memory tokens (the paper: ~4.4k for the full method).
+   refined_super_only and refined_paths_only are answered from the full variant's exploration
+   (``VideoTapestry.areanswer``): one Answer call each, as in the paper's Appendix C.
 
     python bench/bench_method.py [--questions 3]
 """
@@ -127,8 +129,8 @@ def install_timers() -> PhaseTimer:
     timer.wrap(tools, "decode_indices", "decode frames (all observations)")
     timer.wrap(tools, "overview_images", "grids + JPEG (Overview)")
     timer.wrap(tools, "frame_images", "resize + label + JPEG (Skim/Focus)")
-    timer.wrap(detail, "select_evidence", "PACE-Mem selection")
-    timer.wrap(overview, "question_anchors", "anchor extraction")
+    timer.wrap(detail, "select_focus_evidence", "PACE-Mem selection (Focus)")
+    timer.wrap(overview, "question_anchors", "anchor extraction (regex fallback)")
     timer.wrap(MemoryLocator, "locate", "multi-anchor locator")
     timer.wrap(SentenceTransformerEmbedder, "embed", "query embedding")
     timer.wrap(PromptRegistry, "render", "prompt rendering")
@@ -232,20 +234,26 @@ def main() -> None:
         print("3. per question, by variant")
         print(f"   {'variant':<20}{'calls':>6}{'images':>8}{'prompt tok':>12}{'compl tok':>11}"
               f"{'memory tok':>12}  levels")  # fmt: skip
+        explored = None
         for variant in VARIANTS:
             vt = make_vt(server, embedder, variant)
 
-            async def one(vt: VideoTapestry = vt):
+            async def one(vt: VideoTapestry = vt, variant: str = variant, full=explored):
                 try:
+                    if variant.startswith("refined_") and full is not None:
+                        return await vt.areanswer(full, variant)
                     return await ask(vt, video, memory_dir, subs, QUESTIONS[2])
                 finally:
                     await vt.aclose()
 
             r = asyncio.run(one())
+            if variant == "full":
+                explored = r
             u = r.usage
             print(f"   {variant:<20}{u.calls:>6}{u.images:>8}{u.prompt_tokens:>12}"
                   f"{u.completion_tokens:>11}{r.memory_tokens:>12}  "
-                  f"{'/'.join(r.levels_visited) or '-'}")  # fmt: skip
+                  f"{'/'.join(r.levels_visited) or '-'}"
+                  f"{'  (reanswer: Answer call only)' if r.reassembled_from else ''}")  # fmt: skip
 
 
 if __name__ == "__main__":

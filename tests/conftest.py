@@ -47,3 +47,33 @@ def jpeg_bytes(color: tuple[int, int, int], size: tuple[int, int] = (64, 36)) ->
     buffer = io.BytesIO()
     Image.new("RGB", size, color).save(buffer, format="JPEG", quality=90)
     return buffer.getvalue()
+
+
+# --------------------------------------------------------------------------- method tests
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The packaged MiniLM, loaded once for every end-to-end method test."""
+    from videotapestry.config import EmbeddingConfig
+    from videotapestry.embeddings import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(
+        EmbeddingConfig(model="packaged:all-MiniLM-L6-v2", query_prompt_name=None)
+    )
+
+
+@pytest.fixture(scope="session")
+def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """As long as the sample memory (20 minutes), two frames a second."""
+    from videotapestry.testing.media import make_test_video
+
+    path = tmp_path_factory.mktemp("video") / "cooking.mp4"
+    make_test_video(path, 1200, fps=2, size=(320, 180), scene_s=30)
+    return path
+
+
+@pytest.fixture
+def server(api_key: str) -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as server:
+        yield server

@@ -7,16 +7,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from videotapestry.agents.rules import (
-    assign_lines_to_spans,
+from videotapestry.agents.options import (
     contains_option_steering,
     extract_answer_letter,
+    strip_option_steering,
+)
+from videotapestry.agents.rules import (
+    assign_lines_to_spans,
     is_global_question,
     link_by_overlap,
     match_evidence_lines,
     protected_set,
     rank_by_overlap,
-    strip_option_steering,
     validate_decision,
 )
 from videotapestry.asr import TranscriptLine
@@ -157,7 +159,7 @@ def test_only_verbatim_lines_survive_with_their_true_times() -> None:
         "[00:00] The oven is hot.\n"  # invented
         "I  give it a nine!"  # whitespace differs, words identical
     )
-    lines = match_evidence_lines(evidence, TRANSCRIPT)
+    lines = match_evidence_lines(evidence, TRANSCRIPT).lines
     assert [line.start_s for line in lines] == [615.0, 1080.0]
 
 
@@ -219,3 +221,142 @@ def test_plain_facts_are_kept(plain: str) -> None:
 def test_answer_letter_extraction(answer, reasoning, letter, source) -> None:
     choice = extract_answer_letter(answer, reasoning, OPTIONS)
     assert (choice.letter, choice.source) == (letter, source)
+
+
+# --------------------------------------------------------------------------- issue 9 rules
+
+
+@pytest.mark.parametrize(
+    ("question", "options", "expected"),
+    [
+        ("What was the overall score of the match?", OPTIONS, False),
+        ("What is the title of the book the host reads?", OPTIONS, False),
+        ("What is the purpose of the video?", OPTIONS, True),
+        ("What is the theme of this video?", OPTIONS, True),
+        ("What is the video's main message?", OPTIONS, True),
+        ("What is the main point the chef makes about salt?", OPTIONS, False),
+        ("What is the main purpose of the demonstration at 12:30?", OPTIONS, False),
+        ("Which of the following is true?", OPTIONS, False),
+        (
+            "Which of the following is true?",
+            [
+                "A. The video mainly discusses thyroid tests.",
+                "B. The video shows how to bake bread.",
+                "C. It focuses on exercise.",
+                "D. Red",
+            ],
+            True,
+        ),
+    ],
+)
+def test_global_heuristic_reads_question_and_options(question, options, expected) -> None:
+    assert is_global_question(question, options) is expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "letter"),
+    [
+        ("Option A is wrong; the answer is B", "B"),
+        ("A is incorrect. Final answer: C", "C"),
+        ("Not A, not B: I choose D", "D"),
+        ("The answer is B, not A.", "B"),
+        ("Option A is tempting, but option C is correct.", "C"),
+        ("B is the correct answer", "B"),
+    ],
+)
+def test_the_final_stated_answer_wins(answer: str, letter: str) -> None:
+    assert extract_answer_letter(answer, "", OPTIONS) == (
+        extract_answer_letter(letter, "", OPTIONS)
+    )
+    assert extract_answer_letter(answer, "", OPTIONS).letter == letter
+
+
+def test_letters_beyond_h() -> None:
+    options = [f"{chr(65 + i)}. option {i}" for i in range(26)]
+    assert extract_answer_letter("(I)", "", options).letter == "I"
+    assert extract_answer_letter("The answer is Z.", "", options).letter == "Z"
+    assert extract_answer_letter("option 12", "", options).letter == "M"  # option text
+
+
+@pytest.mark.parametrize(
+    "steering",
+    [
+        "The dial aligns with B.",
+        "This is matching option B.",
+        "Everything points to (C).",
+        "The scene corresponds to D.",
+        "So B is correct.",
+        "Options A and B are ruled out.",
+    ],
+)
+def test_more_steering_phrases_are_stripped(steering: str) -> None:
+    text = f"The display reads 220°C. {steering} Maria leaves."
+    assert contains_option_steering(steering)
+    assert strip_option_steering(text) == "The display reads 220°C. Maria leaves."
+
+
+@pytest.mark.parametrize(
+    "plain",
+    [
+        "Vitamin C is the best source of energy, the host says.",
+        "He points to a sign on the wall.",
+        "The U.S. Army band plays.",
+        "Plan B is put into action.",
+    ],
+)
+def test_more_plain_facts_are_kept(plain: str) -> None:
+    assert strip_option_steering(plain) == plain
+
+
+def test_steering_filter_keeps_the_layout_of_multiline_text() -> None:
+    text = "super_02 [07:00-15:00] Roasting.\n  [Visual] Reads 220°C. Supports option B.\n  ok"
+    assert strip_option_steering(text) == (
+        "super_02 [07:00-15:00] Roasting.\n  [Visual] Reads 220°C.\n  ok"
+    )
+
+
+REPEATED = [
+    TranscriptLine(300.0, 302.0, "Yeah."),
+    TranscriptLine(700.4, 702.0, "Yeah."),
+    TranscriptLine(1000.0, 1002.0, "Yeah."),
+    TranscriptLine(710.0, 712.0, "Set it to two-twenty!"),
+]
+
+
+@pytest.mark.parametrize(
+    ("quote", "starts"),
+    [
+        ("[11:40-11:42] Yeah.", [700.4]),
+        ("11:40 yeah", [700.4]),  # no brackets, no punctuation, other case
+        ("(16:40) Yeah", [1000.0]),
+        ("Yeah.", []),  # three candidates and no time: ambiguous
+        ("[12:30] Yeah.", []),  # said, but not then
+        ("set it to two twenty", [710.0]),  # once in the transcript: no time needed
+    ],
+)
+def test_quoted_lines_match_on_time_and_text(quote: str, starts: list[float]) -> None:
+    matched = match_evidence_lines(quote, REPEATED)
+    assert [line.start_s for line in matched.lines] == starts
+    assert bool(matched.unmatched) == (not starts)
+
+
+def test_quoted_lines_outside_the_transcribed_windows_never_count() -> None:
+    matched = match_evidence_lines("[05:00] Yeah.", REPEATED, windows=[(600.0, 1200.0)])
+    assert matched.lines == () and matched.unmatched == ("[05:00] Yeah.",)
+
+
+def test_irrelevant_summaries_are_at_most_ten_characters() -> None:
+    from videotapestry.agents.rules import tiny_summary
+
+    assert tiny_summary("Resting the bird on a board.") == "Resting"
+    assert tiny_summary("Intro.") == "Intro"
+    assert tiny_summary("Extraordinarily long word") == "Extraordi…"
+    assert all(len(tiny_summary(t)) <= 10 for t in ("a b c d e f g h", "x" * 40, ""))
+
+
+def test_anchors_from_the_agent_are_cleaned() -> None:
+    from videotapestry.agents.rules import clean_anchors
+
+    anchors = ["oven", " Oven ", "", "220°C", "the oven display", "x" * 200]
+    assert clean_anchors(anchors, ["A. 180°C", "B. 220°C"]) == ["oven", "the oven display"]
+    assert len(clean_anchors([f"a{i}" for i in range(9)], max_anchors=4)) == 4

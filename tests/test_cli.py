@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from videotapestry.cli import main
+from videotapestry.schemas import OUTPUT_SCHEMAS
 from videotapestry.testing import FakeOpenAIServer, FakeReply
 
 
@@ -29,7 +30,7 @@ def test_prompts_list_shows_shipped_and_overridden_files(
 ) -> None:
     assert main(["prompts", "list"]) == 0
     shipped = capsys.readouterr().out.splitlines()
-    assert len(shipped) == 10
+    assert len(shipped) == len(OUTPUT_SCHEMAS)  # one template per role
     assert all(" shipped " in line for line in shipped)
 
     (tmp_path / "decision.jinja").write_text(

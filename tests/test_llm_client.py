@@ -339,6 +339,7 @@ def test_unpriced_model_has_unknown_cost(
     summary = session.usage.summary()
     assert summary.unpriced_calls == 1 and summary.cost_usd == 0.0
     assert session.usage.records[0].cost_usd is None
+    assert summary.to_dict()["cost_usd"] is None  # unknown, not a misleading 0.0
 
 
 def test_image_cap_is_enforced_before_any_request(

@@ -7,15 +7,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from method_support import OPTIONS, QUESTION, SAMPLE, ask, make_vt
 
-from videotapestry.agents.rules import contains_option_steering
-from videotapestry.api import QuestionItem, VideoTapestry
-from videotapestry.config import EmbeddingConfig
-from videotapestry.embeddings import SentenceTransformerEmbedder
+from videotapestry.agents.options import contains_option_steering
+from videotapestry.api import QuestionItem
 from videotapestry.graph import sqlite_checkpointer
 from videotapestry.memory import import_memdreamer, save_memory
 from videotapestry.testing import FakeOpenAIServer, FakeReply
@@ -28,53 +26,6 @@ from videotapestry.testing.scripted import (
     calls_by,
 )
 from videotapestry.timecode import format_range
-
-SAMPLE = Path(__file__).parent / "fixtures" / "memdreamer_sample"
-QUESTION = "What temperature was the oven set to?"
-OPTIONS = ["A. 180°C", "B. 220°C", "C. 250°C", "D. 200°C"]
-
-
-@pytest.fixture(scope="module")
-def embedder() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder(
-        EmbeddingConfig(model="packaged:all-MiniLM-L6-v2", query_prompt_name=None)
-    )
-
-
-@pytest.fixture(scope="module")
-def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """As long as the sample memory (20 minutes), two frames a second."""
-    path = tmp_path_factory.mktemp("video") / "cooking.mp4"
-    make_test_video(path, 1200, fps=2, size=(320, 180), scene_s=30)
-    return path
-
-
-@pytest.fixture
-def server(api_key: str) -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as server:
-        yield server
-
-
-def make_vt(server, embedder, *overrides: str) -> VideoTapestry:
-    return VideoTapestry(
-        overrides=[
-            f"models.default.base_url={server.base_url}",
-            "models.default.max_retries=0",
-            "cache.enabled=false",
-            *overrides,
-        ],
-        embedder=embedder,
-    )
-
-
-def ask(vt: VideoTapestry, video, memory=SAMPLE, question=QUESTION, **kwargs):
-    async def run():
-        try:
-            return await vt.aanswer(video, memory, question, OPTIONS, **kwargs)
-        finally:
-            await vt.aclose()
-
-    return asyncio.run(run())
 
 
 def test_non_global_question_descends_to_focus_and_respects_budgets(
@@ -219,9 +170,9 @@ def test_transcript_lines_are_verbatim_and_assigned_by_time(
             "super_99",
         ),
         ({"decision": {"selected_child_memory_ids": [], "next_instruct": "x"}}, "fallback"),
-        ({"decision": FakeReply.text("not json at all")}, "decision failed"),
-        ({"overview_planning": FakeReply.server_error(500)}, "overview_planning failed"),
-        ({"super_update": FakeReply.malformed()}, "super_update failed"),
+        ({"decision": FakeReply.text("not json at all")}, "decision call"),
+        ({"overview_planning": FakeReply.server_error(500)}, "overview_planning call"),
+        ({"super_update": FakeReply.malformed()}, "super_update call"),
     ],
     ids=["invalid-id", "empty-selection", "garbage-json", "server-500", "malformed-update"],
 )
@@ -236,6 +187,11 @@ def test_failures_take_their_fallback_and_the_question_is_answered(
     assert result.levels_visited == ["super", "macro", "subgraph"]
     if "super_update" in override:
         assert overview.refined["super_02"].startswith(overview.static["super_02"])
+    # A failed call is a degradation of the run; a repaired decision is the method's own rule.
+    failed_call = expect_note.endswith(" call")
+    assert {d.what for d in result.degraded if d.kind == "call_fallback"} == (
+        {expect_note} if failed_call else set()
+    )
 
 
 def test_answer_fallback_when_the_model_fails(
@@ -508,7 +464,7 @@ def test_cli_ask_reports_a_missing_video_clearly(
 
     code = main(
         ["ask", str(tmp_path / "absent.mp4"), "--memory", str(SAMPLE), "--question", "Q?",
-         "--option", "A. a", "-o", f"models.default.base_url={server.base_url}"]
+         "--option", "A. a", "--option", "B. b", "-o", f"models.default.base_url={server.base_url}"]
     )  # fmt: skip
     assert code == 2
     err = capsys.readouterr().err
@@ -537,15 +493,24 @@ def test_pace_mem_switches_change_the_focus_evidence(
     server.on(None, ScriptedModel())
     full = ask(make_vt(server, embedder), video).levels[2].evidence_selection
     top1 = ask(
-        make_vt(server, embedder, "pace_mem.method=top_k", "pace_mem.fixed_k=1"), video
+        make_vt(
+            server,
+            embedder,
+            "pace_mem.method=top_k",
+            "pace_mem.fixed_k=1",
+            "pace_mem.focus_scope=joint",
+        ),
+        video,
     ).levels[2]
     assert full["method"] == "pace_mem" and len(full["selected_ids"]) > 1
+    assert full["scope"] == "joint_with_floor"
+    joint = top1.evidence_selection["joint"]
     assert top1.evidence_selection["method"] == "top_k"
     assert len(top1.evidence_selection["selected_ids"]) == 1
-    chosen = top1.evidence_selection["clip_ids"].index(top1.evidence_selection["selected_ids"][0])
+    chosen = joint["clip_ids"].index(top1.evidence_selection["selected_ids"][0])
     # The Focus agent is shown exactly the records of the one chosen clip.
     shown = top1.static["macro_0002"].split("Relations:")[0].count("\n- ")
-    assert shown == top1.evidence_selection["record_counts"][chosen]
+    assert shown == joint["record_counts"][chosen]
     assert "slot2_o1" in top1.static["macro_0002"]  # the oven display's clip
 
 

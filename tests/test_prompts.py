@@ -9,6 +9,7 @@ import pytest
 
 from videotapestry.errors import PromptError
 from videotapestry.prompts import PromptRegistry
+from videotapestry.resources import prompts_dir
 from videotapestry.schemas import INSTRUCTION_TYPES, OUTPUT_SCHEMAS
 
 LIMITS = {"max_observations": 2, "max_updates": 2, "max_calls": 4}
@@ -16,6 +17,22 @@ QUESTION = {"question": "What is set on the oven?", "options": ["A. 180°C", "B.
 
 #: The variables each shipped role is rendered with by the agents.
 VARIABLES: dict[str, dict] = {
+    "locator_anchors": {**QUESTION, "max_anchors": 4},
+    "controller": {
+        **QUESTION,
+        "video_duration": 1200,
+        "global_summary": "A cooking show.",
+        "locator_results": "",
+        "hierarchy": "super_01 [00:00-10:00] Intro\n  macro_0000 [00:00-02:00] Hello",
+        "trajectory": "",
+        "limits": {**LIMITS, "max_steps": 8},
+        "left": {"steps": 8, "observations": 6, "updates": 6, "calls": 12},
+        "min_window_s": 600,
+        "max_frames": 50,
+        "max_asr_windows": 3,
+        "asr_min_s": 600,
+        "asr_max_s": 1200,
+    },
     "overview_planning": {
         **QUESTION,
         "video_duration": 3600,
@@ -183,5 +200,41 @@ def test_paper_rules_are_carried(registry: PromptRegistry) -> None:
     macro = registry.render("decision", **{**VARIABLES["decision"], "memory_level": "macro"})
     assert "Found: [...]; still need to verify: [...]" in macro.system
     leaf = registry.render("decision", **{**VARIABLES["decision"], "memory_level": "subgraph"})
-    assert re.search(r"stop_descending is true", leaf.system)
+    assert re.search(r"stop_descending to true", leaf.system)
     assert "main_idea" not in leaf.system
+
+
+PAPER = Path(__file__).resolve().parents[2] / "shared" / "papers" / "videotapestry-paper.txt"
+SHARED_RUN = 8
+
+
+def _words(text: str) -> list[str]:
+    # JSON keys (observation_needed, selected_child_memory_ids ...) count as one word each:
+    # they are the paper's facts we must keep, not its sentences.
+    return re.findall(r"[a-z0-9_]+", text.lower())
+
+
+def shared_runs(text: str, reference: str, n: int = SHARED_RUN) -> list[str]:
+    ref = _words(reference)
+    grams = {tuple(ref[i : i + n]) for i in range(len(ref) - n + 1)}
+    words = _words(text)
+    return [" ".join(words[i : i + n]) for i in range(len(words) - n + 1)
+            if tuple(words[i : i + n]) in grams]  # fmt: skip
+
+
+def test_shared_run_detector_finds_a_copied_sentence() -> None:
+    paper = "Old memory text is only a static prebuilt summary. It is not visual verification."
+    copied = "Note: old memory text is only a static prebuilt summary, remember."
+    assert shared_runs(copied, paper)
+    assert not shared_runs("The stored text is a summary prepared in advance.", paper)
+
+
+@pytest.mark.skipif(not PAPER.is_file(), reason="the paper is not next to this checkout")
+def test_no_prompt_repeats_eight_words_of_the_paper() -> None:
+    paper = PAPER.read_text(encoding="utf-8")
+    copied = {
+        path.name: runs
+        for path in sorted(Path(prompts_dir()).glob("*.jinja"))
+        if (runs := shared_runs(path.read_text(encoding="utf-8"), paper))
+    }
+    assert copied == {}

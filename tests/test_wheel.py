@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from videotapestry.schemas import OUTPUT_SCHEMAS
+
 REPO = Path(__file__).resolve().parents[1]
 
 PROBE = """
@@ -74,5 +76,5 @@ def test_installed_wheel_loads_prompts_and_configs(wheel: Path, tmp_path: Path) 
     probe = json.loads(result.stdout)
     assert probe["package"].startswith(str(target))
     assert probe["prompt"].startswith(target.as_posix() + "/videotapestry/_resources/prompts/")
-    assert len(probe["names"]) == 10
+    assert sorted(probe["names"]) == sorted(OUTPUT_SCHEMAS)  # every role ships
     assert probe["base_url"] == "http://localhost:8000/v1"

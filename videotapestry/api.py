@@ -4,38 +4,70 @@ One instance holds what questions share: the config, the model service (clients,
 run-level usage), the prompt registry, the embedder (loaded once) and every memory it has
 loaded (with its embeddings and packed PACE-Mem clips). Each question gets its own run
 context: a video reader, a transcript source, a model session with its own trace and usage.
+
+Questions are checked before anything is loaded or paid for (``validate_question``, the API
+key); whatever makes a run differ from the method is recorded on its result
+(``Result.degraded``); errors that would repeat on every call stop the question, and in
+``abatch`` the batch, while every finished result is kept.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import html
-import json
-import os
-import tempfile
 import time
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from videotapestry.agents.answer import run_answer_agent
 from videotapestry.agents.context import ProgressCallback, RunContext
 from videotapestry.agents.rules import is_global_question
-from videotapestry.agents.state import LevelOutcome, QuestionInput
+from videotapestry.agents.state import AnswerOutcome, Degradation, QuestionInput
 from videotapestry.asr import TranscriptSource, make_transcript_source
+from videotapestry.assemble import assemble
 from videotapestry.config import Config, load_config
 from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
+from videotapestry.errors import ConfigError, ModelCallError, VideoTapestryError
 from videotapestry.graph import build_graph
 from videotapestry.llm.service import ModelService
-from videotapestry.llm.types import ImagePart
-from videotapestry.llm.usage import UsageSummary
 from videotapestry.memory import MemoryLocator, VideoMemory, ensure_embeddings, open_memory
 from videotapestry.prompts import PromptRegistry, short_hash
+from videotapestry.question import labelled_options, validate_question
+from videotapestry.result import (
+    BatchResults,
+    Exploration,
+    QuestionFailure,
+    Result,
+    load_exploration,
+)
 from videotapestry.retrieval import PackedClips
 from videotapestry.retrieval.from_memory import pack_memory_evidence
-from videotapestry.trace import Trace
 from videotapestry.video import VideoReader, open_video
+
+__all__ = [
+    "BatchResults",
+    "LoadedMemory",
+    "QuestionFailure",
+    "QuestionItem",
+    "Result",
+    "VideoTapestry",
+]
+
+#: Model roles a question of the method calls (the Direct baseline calls only ``direct``).
+METHOD_ROLES = (
+    "overview",
+    "skim",
+    "focus",
+    "observation",
+    "asr_observation",
+    "update",
+    "decision",
+    "answer",
+)
+#: Final memories that can be built from one exploration (paper Table 3(b), Appendix C).
+REASSEMBLY_VARIANTS = ("full", "refined_super_only", "refined_paths_only")
 
 
 @dataclass
@@ -45,110 +77,6 @@ class LoadedMemory:
     memory: VideoMemory
     locator: MemoryLocator
     evidence: PackedClips | None
-
-
-@dataclass
-class Result:
-    """One answered question, with everything needed to see how the answer was reached."""
-
-    question_id: str
-    question: str
-    options: list[str]
-    answer: str
-    reasoning: str
-    answer_source: str
-    variant: str
-    memory_text: str
-    memory_tokens: int
-    handoff_trace: str
-    levels: list[LevelOutcome]
-    trace: Trace
-    usage: UsageSummary
-    prompt_hashes: dict[str, str]
-    observation_disabled: str | None = None
-    elapsed_s: float = 0.0
-    images: list[ImagePart] = field(default_factory=list, repr=False)
-
-    @property
-    def levels_visited(self) -> list[str]:
-        return [outcome.level for outcome in self.levels]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "question_id": self.question_id,
-            "question": self.question,
-            "options": self.options,
-            "answer": self.answer,
-            "reasoning": self.reasoning,
-            "answer_source": self.answer_source,
-            "variant": self.variant,
-            "levels_visited": self.levels_visited,
-            "memory_tokens": self.memory_tokens,
-            "handoff_trace": self.handoff_trace,
-            "usage": self.usage.to_dict(),
-            "prompt_hashes": self.prompt_hashes,
-            "observation_disabled": self.observation_disabled,
-            "elapsed_s": round(self.elapsed_s, 3),
-        }
-
-    def save_trace(self, path: str | Path) -> Path:
-        """The whole story of this question as one JSON file (written atomically)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        payload = {
-            "result": self.to_dict(),
-            "memory_text": self.memory_text,
-            "levels": [outcome.model_dump(mode="json") for outcome in self.levels],
-            "events": json.loads(self.trace.to_json()),
-        }
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(payload, handle, ensure_ascii=False, indent=1)
-        os.replace(tmp, path)
-        return path
-
-    def _repr_html_(self) -> str:
-        rows = "".join(
-            "<tr>"
-            f"<td>{html.escape(o.agent)}</td><td>{len(o.candidate_ids)}</td>"
-            f"<td>{html.escape(', '.join(o.selected_ids) or ('STOP' if o.stop else '-'))}</td>"
-            f"<td>{html.escape(o.instruction_out or '')}</td>"
-            f"<td>{html.escape('; '.join(_observation_summary(x) for x in o.observations))}</td>"
-            "</tr>"
-            for o in self.levels
-        )
-        images = "".join(
-            f'<figure style="display:inline-block;margin:2px">'
-            f'<img style="width:220px" src="data:image/jpeg;base64,'
-            f'{base64.b64encode(image.jpeg).decode()}"/>'
-            f"<figcaption style='font-size:10px'>{html.escape(image.label)}</figcaption></figure>"
-            for image in self.images
-        )
-        usage = self.usage
-        note = (
-            f"<p><b>Observation disabled:</b> {html.escape(self.observation_disabled)}</p>"
-            if self.observation_disabled
-            else ""
-        )
-        return (
-            f"<div><h4>{html.escape(self.question)}</h4>"
-            f"<p><b>Answer: {html.escape(self.answer)}</b> ({html.escape(self.answer_source)}) — "
-            f"{html.escape(self.reasoning)}</p>{note}"
-            "<table><tr><th>agent</th><th>candidates</th><th>selected</th>"
-            f"<th>instruction</th><th>observations</th></tr>{rows}</table>"
-            f"<p>{usage.calls} calls, {usage.images} images, {usage.prompt_tokens} prompt / "
-            f"{usage.completion_tokens} completion tokens, memory ≈{self.memory_tokens} tokens, "
-            f"variant {html.escape(self.variant)}</p>"
-            f"<details><summary>Composite memory</summary><pre>{html.escape(self.memory_text)}"
-            f"</pre></details><details><summary>Frames and grids seen ({len(self.images)})"
-            f"</summary>{images}</details></div>"
-        )
-
-
-def _observation_summary(obs: Any) -> str:
-    windows = ", ".join(f"{s:.0f}-{e:.0f}s" for s, e in obs.windows)
-    state = "ok" if obs.succeeded else f"failed: {obs.error}"
-    return f"{obs.kind} [{windows}] {state}"
 
 
 @dataclass(frozen=True)
@@ -214,10 +142,16 @@ class VideoTapestry:
 
     def answer(self, *args: Any, **kwargs: Any) -> Result:
         """Synchronous ``aanswer`` (for scripts; in a notebook, ``await aanswer(...)``)."""
+        return self._sync(self.aanswer(*args, **kwargs))
 
-        async def run() -> Result:
+    def reanswer(self, *args: Any, **kwargs: Any) -> Result:
+        """Synchronous ``areanswer``."""
+        return self._sync(self.areanswer(*args, **kwargs))
+
+    def _sync(self, coroutine: Any) -> Any:
+        async def run() -> Any:
             try:
-                return await self.aanswer(*args, **kwargs)
+                return await coroutine
             finally:
                 await self.service.aclose()
 
@@ -240,7 +174,15 @@ class VideoTapestry:
         keep_images: bool = True,
     ) -> Result:
         """Answer one question. ``keep_images`` keeps the JPEGs the agents saw on the result
-        (for notebooks); batch runs leave it off, as hundreds of questions would hold GBs."""
+        (for notebooks); batch runs leave it off, as hundreds of questions would hold GBs.
+
+        Raises ``QuestionError`` for a malformed question and ``ModelAuthError`` for a
+        missing key before anything is loaded; errors that would repeat on every model call
+        (a refused key, an unknown model) stop the question with a ``ModelCallError``.
+        """
+        validate_question(question, options)
+        options = labelled_options(options)
+        self.service.check_credentials(self._roles())
         started = time.perf_counter()
         qid = question_id or short_hash(question, *options)
         item = QuestionInput(
@@ -273,33 +215,141 @@ class VideoTapestry:
             ctx.close_video()
         if not keep_images:
             ctx.images.clear()
-        return self._result(item, ctx, state, time.perf_counter() - started)
+        return self._result(item, ctx, state, time.perf_counter() - started, memory=memory)
+
+    async def areanswer(
+        self,
+        source: Result | Exploration | str | Path,
+        variant: str,
+        *,
+        memory: str | Path | VideoMemory | None = None,
+    ) -> Result:
+        """The same exploration under another final memory; only the Answer agent runs.
+
+        ``source`` is a finished full-method ``Result``, its ``Exploration`` or the path of
+        its saved trace. The selected nodes, observations, refined texts and handoff trace
+        are reused as they are (paper Appendix C); no retrieval, observation or update call
+        is repeated, so the variants differ only in what the Answer agent reads.
+        """
+        if variant not in REASSEMBLY_VARIANTS:
+            raise ConfigError(
+                f"variant {variant!r} cannot be built from a finished exploration; choose one "
+                f"of {', '.join(REASSEMBLY_VARIANTS)}"
+            )
+        if isinstance(source, (str, Path)):
+            exploration = load_exploration(source)
+        elif isinstance(source, Result):
+            exploration = Exploration.of(source)
+        else:
+            exploration = source
+        if exploration.variant not in REASSEMBLY_VARIANTS:
+            raise VideoTapestryError(
+                f"run {exploration.run_id or exploration.question.question_id} used variant "
+                f"{exploration.variant!r}, whose exploration is not the full method's; rerun it "
+                "with variant=full first"
+            )
+        memory = memory if memory is not None else exploration.memory_source
+        if memory is None:
+            raise VideoTapestryError("the trace does not say which memory it used; pass memory=")
+        self.service.check_credentials(("answer",))
+        started = time.perf_counter()
+        loaded = self.load_memory(memory, video_fingerprint=exploration.video_fingerprint)
+        composite = assemble(
+            loaded.memory, exploration.levels, exploration.handoff, variant=variant
+        )
+        session = self.service.session()
+        item = exploration.question
+        answer = await run_answer_agent(
+            session,
+            self.prompts,
+            question=item.question,
+            options=item.options,
+            memory=composite.text,
+            handoff_trace=composite.handoff_trace,
+        )
+        outcome = AnswerOutcome(**answer.__dict__)
+        return Result(
+            question_id=item.question_id,
+            question=item.question,
+            options=item.options,
+            answer=outcome.letter,
+            reasoning=outcome.reasoning,
+            answer_source=outcome.source,
+            variant=variant,
+            memory_text=composite.text,
+            memory_tokens=composite.tokens,
+            handoff_trace=composite.handoff_trace,
+            levels=list(exploration.levels),
+            trace=session.trace,
+            usage=session.usage.summary(),
+            prompt_hashes={"final_answer": short_hash(self.prompts.source("final_answer"))},
+            elapsed_s=time.perf_counter() - started,
+            degraded=[*exploration.degraded, *_answer_degradation(outcome)],
+            handoff=list(exploration.handoff),
+            run_id=exploration.run_id,
+            reassembled_from=exploration.run_id or item.question_id,
+            memory_source=_memory_source(memory),
+            video_fingerprint=exploration.video_fingerprint,
+        )
 
     async def abatch(
         self, items: Iterable[QuestionItem], *, concurrency: int = 4, keep_images: bool = False
-    ) -> list[Result]:
-        """Answer many questions, at most ``concurrency`` at a time, results in input order."""
+    ) -> BatchResults:
+        """Answer many questions, at most ``concurrency`` at a time, outcomes in input order.
+
+        Each outcome is a ``Result`` or a ``QuestionFailure``: one failing question never
+        loses the others. An error that would repeat for every question (a refused key, an
+        unknown model, an unreachable server) stops the batch: questions not yet started are
+        returned as skipped failures and ``stopped`` says why.
+        """
+        items = list(items)
         limit = asyncio.Semaphore(max(1, concurrency))
+        outcomes: BatchResults = BatchResults([None] * len(items))
+        stop = asyncio.Event()
 
-        async def one(item: QuestionItem) -> Result:
+        def qid(index: int) -> str:
+            item = items[index]
+            return item.question_id or short_hash(item.question, *item.options)
+
+        async def one(index: int) -> None:
+            item = items[index]
             async with limit:
-                return await self.aanswer(
-                    item.video,
-                    item.memory,
-                    item.question,
-                    item.options,
-                    question_id=item.question_id,
-                    subtitle_path=item.subtitle_path,
-                    subtitle_offset_s=item.subtitle_offset_s,
-                    keep_images=keep_images,
-                )
+                if stop.is_set():
+                    outcomes[index] = QuestionFailure(
+                        qid(index), f"not run: {outcomes.stopped}", "BatchStopped", skipped=True
+                    )
+                    return
+                try:
+                    outcomes[index] = await self.aanswer(
+                        item.video,
+                        item.memory,
+                        item.question,
+                        item.options,
+                        question_id=item.question_id,
+                        subtitle_path=item.subtitle_path,
+                        subtitle_offset_s=item.subtitle_offset_s,
+                        keep_images=keep_images,
+                    )
+                except Exception as exc:  # one question's failure never loses the others
+                    fatal = isinstance(exc, ModelCallError) and not exc.recoverable
+                    message = str(exc) if isinstance(exc, VideoTapestryError) else repr(exc)
+                    outcomes[index] = QuestionFailure(
+                        qid(index), message, type(exc).__name__, fatal=fatal
+                    )
+                    if fatal and not stop.is_set():
+                        outcomes.stopped = message
+                        stop.set()
 
-        return list(await asyncio.gather(*(one(item) for item in items)))
+        await asyncio.gather(*(one(index) for index in range(len(items))))
+        return outcomes
 
     async def aclose(self) -> None:
         await self.service.aclose()
 
     # -- internals -------------------------------------------------------------------------
+
+    def _roles(self) -> tuple[str, ...]:
+        return ("direct",) if self.config.variant == "direct" else METHOD_ROLES
 
     def _context(
         self,
@@ -330,13 +380,13 @@ class VideoTapestry:
                     for _ in range(self.config.video.parallel_decoders - 1)
                 ]
             loaded = self.load_memory(memory, video_fingerprint=video_fp)
-            transcripts = self._transcripts(reader, item)
+            transcripts, asr_unavailable = self._transcripts(reader, item)
         except BaseException:
             for opened in [reader, *extra]:
                 if opened is not None:
                     opened.close()
             raise
-        return RunContext(
+        ctx = RunContext(
             config=self.config,
             memory=loaded.memory,
             prompts=self.prompts,
@@ -348,35 +398,54 @@ class VideoTapestry:
             locator=loaded.locator,
             evidence=loaded.evidence,
             observation_disabled=disabled,
+            asr_unavailable=asr_unavailable,
             progress=progress,
         )
+        # Waits and retries of slow calls reach the same display as the level steps.
+        ctx.session.progress = lambda event: ctx.report(**event)
+        return ctx
 
     def _transcripts(
         self, reader: VideoReader | None, item: QuestionInput
-    ) -> TranscriptSource | None:
-        """Subtitles when the config says so and the question has them; else one shared
-        Whisper (loaded once) for videos with audio; else no ASR for this question."""
+    ) -> tuple[TranscriptSource | None, str | None]:
+        """(source, why ASR is unavailable). Subtitles when the config says so (a question
+        without subtitles then has no ASR, which is recorded as a degradation, never a silent
+        switch to Whisper); else one shared Whisper (loaded once) for videos with audio; a
+        video without audio simply has no transcript."""
         if reader is None:
-            return None
+            return None, None
         if self.config.asr.source == "subtitles":
             if not item.subtitle_path:
-                return None
-            return make_transcript_source(
+                return None, (
+                    "asr.source is 'subtitles' but this question has no subtitle file; pass "
+                    "--subtitles FILE (subtitle_path=) or set asr.source=whisper"
+                )
+            source = make_transcript_source(
                 self.config.asr,
                 subtitle_path=item.subtitle_path,
                 subtitle_offset_s=item.subtitle_offset_s,
             )
+            return source, None
         if not reader.info.has_audio:
-            return None
+            return None, None
         if self._whisper is None:
             self._whisper = make_transcript_source(self.config.asr)
-        return self._whisper
+        return self._whisper, None
 
     def _result(
-        self, item: QuestionInput, ctx: RunContext, state: Mapping[str, Any], elapsed: float
+        self,
+        item: QuestionInput,
+        ctx: RunContext,
+        state: Mapping[str, Any],
+        elapsed: float,
+        *,
+        memory: str | Path | VideoMemory,
     ) -> Result:
         answer = state["answer"]
+        levels = list(state.get("levels", []))
         names = {e.prompt_name for e in ctx.session.trace.events if e.prompt_name}
+        degraded = [d for outcome in levels for d in outcome.degraded]
+        degraded += _answer_degradation(answer)
         return Result(
             question_id=item.question_id,
             question=item.question,
@@ -388,11 +457,34 @@ class VideoTapestry:
             memory_text=state.get("memory_text", ""),
             memory_tokens=state.get("memory_tokens", 0),
             handoff_trace=state.get("handoff_text", ""),
-            levels=list(state.get("levels", [])),
+            levels=levels,
             trace=ctx.session.trace,
             usage=ctx.session.usage.summary(),
             prompt_hashes={n: short_hash(self.prompts.source(n)) for n in sorted(names)},
             observation_disabled=ctx.observation_disabled,
             elapsed_s=elapsed,
             images=list(ctx.images),
+            degraded=degraded,
+            handoff=list(state.get("handoff", [])),
+            run_id=uuid.uuid4().hex[:12],
+            memory_source=_memory_source(memory),
+            video_fingerprint=ctx.video.info.fingerprint if ctx.video is not None else None,
         )
+
+
+def _memory_source(memory: str | Path | VideoMemory) -> str | None:
+    return None if isinstance(memory, VideoMemory) else str(Path(memory).resolve())
+
+
+def _answer_degradation(answer: AnswerOutcome) -> list[Degradation]:
+    if answer.source != "fallback":
+        return []
+    why = answer.error or f"no option letter in the reply {answer.raw_answer[:80]!r}"
+    return [
+        Degradation(
+            kind="answer_fallback",
+            level="answer",
+            what=f"answer letter (the first option, {answer.letter}, is a guess)",
+            why=why,
+        )
+    ]

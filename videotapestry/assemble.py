@@ -4,8 +4,14 @@ The Super scaffold covers the whole video (protected SuperEvents in full with th
 evidence, the rest compressed); beneath the SuperEvents on the selected path sit the refined
 MacroEvents the Skim agent examined, and beneath those the Focus agent's refined evidence.
 The compact handoff trace (instructions and STOP markers, no logs) goes alongside. The
-``refined_super_only`` and ``refined_paths_only`` variants drop one of the two components;
-``append_only`` keeps the stored texts and appends every observation as a flat log.
+``refined_super_only`` and ``refined_paths_only`` variants drop one of the two components
+(from one fixed exploration: ``VideoTapestry.reanswer`` reassembles a finished run under
+another variant and only the Answer agent runs again); ``append_only`` keeps the stored
+texts and appends every observation as a flat log.
+
+Everything the Answer agent reads passes a last option-steering guard here, line by line:
+refined texts, instructions and logged observations. Verbatim transcript lines are exempt:
+they are what was said, not what a model concluded.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from videotapestry.agents.options import strip_option_steering
 from videotapestry.agents.state import HandoffEntry, LevelOutcome
 from videotapestry.memory import VideoMemory
 from videotapestry.memory.serialize import clock_range, serialize_root
@@ -28,7 +35,26 @@ class CompositeMemory:
 
 
 def handoff_text(entries: Sequence[HandoffEntry]) -> str:
-    return "\n".join(entry.render() for entry in entries)
+    return strip_option_steering("\n".join(entry.render() for entry in entries))
+
+
+def _verbatim_lines(levels: Sequence[LevelOutcome]) -> set[str]:
+    return {
+        f"{format_range(s, e)} {text}"
+        for outcome in levels
+        for obs in outcome.observations
+        for s, e, text in obs.evidence_lines
+    }
+
+
+def without_steering(text: str, verbatim: set[str]) -> str:
+    """``text`` with steering sentences removed from every line that is not verbatim speech."""
+    lines = []
+    for line in text.split("\n"):
+        kept = line if line.strip() in verbatim else strip_option_steering(line)
+        if kept.strip() or not line.strip():  # a line that was only steering goes
+            lines.append(kept)
+    return "\n".join(lines)
 
 
 def assemble(
@@ -65,7 +91,7 @@ def assemble(
         lines += children
     if variant == "append_only":
         lines += _evidence_log(levels)
-    text = "\n".join(lines)
+    text = without_steering("\n".join(lines), _verbatim_lines(levels))
     trace = handoff_text(handoff)
     return CompositeMemory(text=text, handoff_trace=trace, tokens=estimate_tokens(text))
 

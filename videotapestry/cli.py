@@ -5,6 +5,11 @@ Commands: ``ask`` (one question, with a progress display and a saved trace),
 role uses, overrides included), ``config show`` (the fully resolved configuration) and
 ``check-endpoint`` (one real JSON call, to check a key, base URL and model name first).
 Errors of ours print one line and exit with status 2 instead of a traceback.
+
+Exit status of ``ask`` and ``reanswer``: 0 answered; 2 an error stopped it (bad input, a
+configuration the server rejects, a refused key); 3 answered, but the run lost part of the
+method (``Result.degraded``: ASR or frames lost, a call that took its fallback, a guessed
+answer), each loss printed on stderr; ``--allow-degraded`` turns 3 into 0.
 """
 
 from __future__ import annotations
@@ -13,15 +18,26 @@ import argparse
 import asyncio
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from videotapestry import __version__
 from videotapestry.config import MODEL_ROLES, Config, available_profiles, load_config
 from videotapestry.errors import VideoTapestryError
 from videotapestry.llm.service import ModelService
 from videotapestry.prompts import PromptRegistry
+from videotapestry.question import option_label
 from videotapestry.schemas import FinalAnswer
+
+if TYPE_CHECKING:
+    from videotapestry.api import VideoTapestry
+    from videotapestry.result import Result
+
+EXIT_ERROR = 2
+#: ``ask`` answered, but the run differs from the method (see ``Result.degraded``).
+EXIT_DEGRADED = 3
 
 
 def _add_config_options(parser: argparse.ArgumentParser) -> None:
@@ -88,13 +104,55 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--trace", metavar="PATH", help="trace JSON (default: ./videotapestry-traces)")
     ask.add_argument("--json", action="store_true", help="print one JSON object")
     ask.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    ask.add_argument(
+        "--allow-degraded",
+        action="store_true",
+        help=f"exit 0 even when the run lost part of the method (default: exit {EXIT_DEGRADED})",
+    )
     _add_config_options(ask)
 
-    importer = commands.add_parser(
-        "import-memdreamer", help="convert a MemDreamer memory directory to the native format"
+    reanswer = commands.add_parser(
+        "reanswer",
+        help="answer a saved run again under another final memory (only the Answer agent runs)",
     )
-    importer.add_argument("src", help="MemDreamer directory (holding phase2/ and phase3/)")
-    importer.add_argument("dest", help="new or empty directory for the native memory")
+    reanswer.add_argument("trace", help="trace JSON saved by `ask` (a full-method run)")
+    reanswer.add_argument(
+        "--variant",
+        action="append",
+        required=True,
+        choices=("full", "refined_super_only", "refined_paths_only"),
+        help="final memory to build from the saved exploration (repeatable)",
+    )
+    reanswer.add_argument("--memory", help="memory directory (default: the one the run used)")
+    reanswer.add_argument("--json", action="store_true", help="print one JSON object per line")
+    reanswer.add_argument("--allow-degraded", action="store_true")
+    _add_config_options(reanswer)
+
+    importer = commands.add_parser(
+        "import-memdreamer",
+        help="convert a MemDreamer memory (or a root of one per video) to the native format",
+    )
+    importer.add_argument(
+        "src",
+        help="one video's MemDreamer directory (phase2/ or phase2_topdown/, phase3/ or "
+        "phase4/), or a root holding one such directory per video (<root>/<video_key>/)",
+    )
+    importer.add_argument(
+        "dest",
+        help="new or empty directory for the native memory; for a root, each video goes to "
+        "DEST/<video_key>/",
+    )
+    importer.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a memory already in the destination (its embeddings are kept while "
+        "still valid for the imported nodes)",
+    )
+    importer.add_argument(
+        "--embedding-model",
+        metavar="NAME",
+        help="model that made embeddings.json (default: Qwen/Qwen3-Embedding-8B, MemDreamer's)",
+    )
     source = importer.add_mutually_exclusive_group()
     source.add_argument(
         "--video", help="the video the memory was built from (its fingerprint is recorded)"
@@ -105,7 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     importer.add_argument(
         "--embed",
         action="store_true",
-        help="also compute node embeddings with the configured embedding model",
+        help="make the node embeddings the configured model's (reusing stored or imported "
+        "vectors of that model, computing the rest)",
     )
     _add_config_options(importer)
 
@@ -138,13 +197,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_check_endpoint(args))
         if args.command == "ask":
             return asyncio.run(_ask(args))
+        if args.command == "reanswer":
+            return asyncio.run(_reanswer(args))
         if args.command == "import-memdreamer":
             return _import_memdreamer(args)
         if args.command == "inspect":
             return _inspect(args)
     except VideoTapestryError as exc:
         print(f"videotapestry: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     parser.print_help()
     return 0 if args.command is None else 2
 
@@ -195,6 +256,7 @@ async def _check_endpoint(args: argparse.Namespace) -> int:
     settings = config.models.settings_for(args.role)
     try:
         reply = await session.complete_json(args.role, prompt, FinalAnswer)
+        base_url = service.endpoint_for(args.role)  # what the client really used
     finally:
         await service.aclose()
         service.close()
@@ -203,7 +265,7 @@ async def _check_endpoint(args: argparse.Namespace) -> int:
     report = {
         "role": args.role,
         "model": settings.model,
-        "base_url": settings.base_url,
+        "base_url": base_url,
         "json_mode": (event.usage or {}).get("json_mode"),
         "answer": reply.answer,
         "expected": "B",
@@ -221,22 +283,73 @@ async def _check_endpoint(args: argparse.Namespace) -> int:
 
 
 def _import_memdreamer(args: argparse.Namespace) -> int:
-    from videotapestry.memory import ensure_embeddings, import_memdreamer, save_memory
+    """One video's memory, or every video of a release root (one line each; failures reported,
+    the others still imported, exit 2 if any failed)."""
+    from videotapestry.memory import (
+        import_memdreamer_into,
+        is_memdreamer_memory,
+        memdreamer_videos,
+    )
 
+    src, dest = Path(args.src), Path(args.dest)
+    single = is_memdreamer_memory(src)
+    jobs = {str(src): (src, dest)} if single else {}
+    if not single:
+        videos = memdreamer_videos(src)
+        if not videos:
+            raise VideoTapestryError(
+                f"{src} is neither a MemDreamer memory (phase3/ or phase4/ with "
+                "hierarchical_graph_final.json) nor a root of them (<root>/<video_key>/…)"
+            )
+        if args.video or args.fingerprint:
+            raise VideoTapestryError(
+                f"--video and --fingerprint name one video, but {src} holds {len(videos)}; "
+                "import each video folder on its own to record its fingerprint"
+            )
+        jobs = {key: (path, dest / key) for key, path in videos.items()}
     video_fingerprint = args.fingerprint
     if args.video:
         from videotapestry.video import fingerprint
 
         video_fingerprint = fingerprint(args.video)
-    memory = import_memdreamer(args.src, video_fingerprint=video_fingerprint)
+    config = _config(args)
+    embedder = None
     if args.embed:
         from videotapestry.embeddings import SentenceTransformerEmbedder
 
-        memory = ensure_embeddings(memory, SentenceTransformerEmbedder(_config(args).embedding))
-    manifest = save_memory(memory, args.dest)
-    counts = ", ".join(f"{v} {k}" for k, v in manifest.counts.items() if v)
-    embedded = f"; embeddings: {manifest.embedding_model}" if manifest.embedding_model else ""
-    print(f"imported {args.src} -> {args.dest}: {counts}{embedded}")
+        embedder = SentenceTransformerEmbedder(config.embedding)  # loads once, on first use
+    failed = []
+    for key, (source, target) in jobs.items():
+        try:
+            outcome = import_memdreamer_into(
+                source,
+                target,
+                force=args.force,
+                video_fingerprint=video_fingerprint,
+                embedding_model=args.embedding_model,
+                preferred_model=config.embedding.model,
+                embedder=embedder,
+            )
+        except (VideoTapestryError, OSError, ValueError) as exc:
+            if single:
+                raise
+            failed.append(key)
+            reason = " | ".join(str(exc).splitlines()) or type(exc).__name__
+            print(f"failed {key}: {reason}", file=sys.stderr)
+            continue
+        manifest = outcome.manifest
+        counts = ", ".join(f"{v} {k}" for k, v in manifest.counts.items() if v)
+        embedded = ""
+        if manifest.embedding_model:
+            embedded = f"; embeddings: {manifest.embedding_model} ({outcome.embeddings_from})"
+        print(f"imported {source} -> {target}: {counts}{embedded}")
+    if failed:
+        print(
+            f"videotapestry: error: {len(failed)} of {len(jobs)} videos failed to import: "
+            f"{', '.join(failed)}",
+            file=sys.stderr,
+        )
+        return 2
     return 0
 
 
@@ -262,27 +375,98 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def _progress_printer(quiet: bool):
+    """Progress lines on stderr: each level's steps, and waits and retries of slow calls."""
+
+    def progress(event: dict) -> None:
+        if quiet:
+            return
+        step = event.get("step")
+        if step in ("waiting", "retry"):
+            what = "waiting for" if step == "waiting" else "retrying"
+            problem = f", last: {event['last_problem']}" if event.get("last_problem") else ""
+            reason = f" after {event['reason']}" if event.get("reason") else ""
+            line = (
+                f"[{event.get('level')}] {event.get('role')}: {what} the model server{reason} "
+                f"(attempt {event.get('attempt')}, {event.get('waited_s')} s{problem})"
+            )
+        else:
+            detail = {k: v for k, v in event.items() if k not in ("level", "step", "agent")}
+            line = f"[{event.get('level')}] {step}" + (f" {detail}" if detail else "")
+        print(line, file=sys.stderr, flush=True)
+
+    return progress
+
+
+def _default_trace_path(result: Result) -> Path:
+    """A new file per run, so a rerun of the same question never overwrites a trace."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path("videotapestry-traces") / f"{result.question_id}-{stamp}-{result.run_id[:6]}.json"
+
+
+def _finish(result: Result, trace_path: Path, *, as_json: bool, allow_degraded: bool) -> int:
+    """Print one result (text or one JSON line), its degradations, and the exit status."""
+    if as_json:
+        print(json.dumps({**result.to_dict(), "trace_path": str(trace_path)}, ensure_ascii=False))
+    else:
+        chosen = next((o for o in result.options if option_label(o) == result.answer), "")
+        print(f"answer: {result.answer}  {chosen}")
+        print(f"reasoning: {result.reasoning}")
+        for outcome in result.levels:
+            handed = "STOP" if outcome.stop else f"-> {', '.join(outcome.selected_ids)}"
+            looks = ", ".join(
+                f"{o.kind} {len(o.frame_times) or o.transcript_lines}"
+                + ("" if o.succeeded else " (failed)")
+                for o in outcome.observations
+            )
+            seen = looks or "no observation"
+            print(
+                f"  {outcome.agent:<16} {len(outcome.candidate_ids)} candidates, {seen}; {handed}"
+            )
+        usage = result.usage
+        cost = (
+            f"cost ${usage.cost_usd:.4f}"
+            if usage.cost_known
+            else f"cost unknown ({usage.unpriced_calls} unpriced calls)"
+        )
+        print(
+            f"calls {usage.calls}, images {usage.images}, tokens {usage.prompt_tokens}/"
+            f"{usage.completion_tokens}, {cost}, memory ≈{result.memory_tokens} tokens, "
+            f"{result.elapsed_s:.1f} s; trace: {trace_path}"
+        )
+        if result.observation_disabled:
+            print(f"observation disabled: {result.observation_disabled}")
+    if not result.degraded:
+        return 0
+    print(
+        f"videotapestry: this run lost part of the method ({len(result.degraded)}):",
+        file=sys.stderr,
+    )
+    for degradation in result.degraded:
+        print(f"  degraded: {degradation.render()}", file=sys.stderr)
+    if allow_degraded:
+        return 0
+    print(
+        f"videotapestry: exiting with status {EXIT_DEGRADED}; pass --allow-degraded to accept "
+        "a degraded answer",
+        file=sys.stderr,
+    )
+    return EXIT_DEGRADED
+
+
+def _facade(args: argparse.Namespace, overrides: list[str]) -> VideoTapestry:
+    from videotapestry.api import VideoTapestry
+
+    if args.prompts_dir:
+        overrides.append(f"prompts.override_dir={args.prompts_dir}")
+    return VideoTapestry(args.config, profile=args.profile, overrides=overrides)
 
 
 async def _ask(args: argparse.Namespace) -> int:
-    from videotapestry.api import VideoTapestry
-
     overrides = list(args.override)
-    if args.prompts_dir:
-        overrides.append(f"prompts.override_dir={args.prompts_dir}")
     if args.subtitles:
         overrides.append("asr.source=subtitles")
-    vt = VideoTapestry(args.config, profile=args.profile, overrides=overrides)
-
-    def progress(event: dict) -> None:
-        if args.quiet:
-            return
-        detail = {k: v for k, v in event.items() if k not in ("level", "step", "agent")}
-        extra = f" {detail}" if detail else ""
-        print(f"[{event.get('level')}] {event.get('step')}{extra}", file=sys.stderr, flush=True)
-
+    vt = _facade(args, overrides)
     try:
         result = await vt.aanswer(
             args.video,
@@ -293,37 +477,32 @@ async def _ask(args: argparse.Namespace) -> int:
             no_video=args.no_video,
             subtitle_path=args.subtitles,
             subtitle_offset_s=args.subtitle_offset,
-            progress=progress,
+            progress=_progress_printer(args.quiet),
         )
     finally:
         await vt.aclose()
-    trace_path = result.save_trace(
-        args.trace or Path("videotapestry-traces") / f"{result.question_id}.json"
-    )
-    summary = result.to_dict()
-    if args.json:
-        print(json.dumps({**summary, "trace_path": str(trace_path)}, ensure_ascii=False))
-        return 0
-    chosen = next((o for o in result.options if o.lstrip("( ").startswith(result.answer)), "")
-    print(f"answer: {result.answer}  {chosen}")
-    print(f"reasoning: {result.reasoning}")
-    for outcome in result.levels:
-        handed = "STOP" if outcome.stop else f"-> {', '.join(outcome.selected_ids)}"
-        looks = ", ".join(
-            f"{o.kind} {len(o.frame_times) or o.transcript_lines}" for o in outcome.observations
-        )
-        seen = looks or "no observation"
-        print(f"  {outcome.agent:<15} {len(outcome.candidate_ids)} candidates, {seen}; {handed}")
-    usage = result.usage
-    print(
-        f"calls {usage.calls}, images {usage.images}, tokens {usage.prompt_tokens}/"
-        f"{usage.completion_tokens}, memory ≈{result.memory_tokens} tokens, "
-        f"{result.elapsed_s:.1f} s; trace: {trace_path}"
-    )
-    if result.observation_disabled:
-        print(f"observation disabled: {result.observation_disabled}")
-    if result.answer_source == "fallback":
-        print("warning: the Answer agent gave no usable option letter; this is the fallback")
-    if usage.failed_calls:
-        print(f"warning: {usage.failed_calls} model call(s) failed; see the trace")
-    return 0
+    trace_path = result.save_trace(args.trace or _default_trace_path(result))
+    return _finish(result, trace_path, as_json=args.json, allow_degraded=args.allow_degraded)
+
+
+async def _reanswer(args: argparse.Namespace) -> int:
+    from videotapestry.result import load_exploration
+
+    exploration = load_exploration(args.trace)
+    vt = _facade(args, list(args.override))
+    status = 0
+    try:
+        for variant in args.variant:
+            result = await vt.areanswer(exploration, variant, memory=args.memory)
+            trace_path = result.save_trace(Path(args.trace).with_suffix(f".{variant}.json"))
+            code = _finish(
+                result, trace_path, as_json=args.json, allow_degraded=args.allow_degraded
+            )
+            status = max(status, code)
+    finally:
+        await vt.aclose()
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

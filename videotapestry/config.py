@@ -25,6 +25,7 @@ from videotapestry.resources import configs_dir
 #: Every call site that talks to a model has one of these roles; each can get its own model.
 MODEL_ROLES: tuple[str, ...] = (
     "overview",  # Overview agent planning (Super level) and the ASR planner
+    "controller",  # the single-agent ablation's one controller
     "skim",  # Skim agent planning (Macro level)
     "focus",  # Focus agent planning (Subgraph level)
     "observation",  # visual observation tool
@@ -96,6 +97,12 @@ class ModelsConfig(_Strict):
     default: ModelSettings = ModelSettings()
     roles: RoleModels = RoleModels()  # type: ignore[valid-type]
     max_concurrency_per_endpoint: int = Field(8, ge=1, le=1024)
+    wait_report_s: float = Field(
+        10.0,
+        gt=0,
+        description="while a model call is open, report 'waiting' (role, attempt, seconds) "
+        "this often to the progress display",
+    )
 
     def settings_for(self, role: str) -> ModelSettings:
         """The effective settings of ``role``: the default with the role's own values on top."""
@@ -127,8 +134,30 @@ class CacheConfig(_Strict):
 
 
 class ImagesConfig(_Strict):
+    """Size and quality of the JPEGs sent (figures: bench/bench_grid_legibility.py).
+
+    A 3x2 Overview grid is ``max_side`` wide, so a frame in it is shrunk about three times
+    more than as a single frame. At 768 a cell is 253 px and only 0.37-0.39 of the scene text
+    the native frame shows is read (subtitle-sized text: 47 %); at 1344 a 16:9 grid is 504 px
+    tall, still 3 OpenAI tiles (11.9k tokens per 20-grid call, as at 1152), and 0.79-0.80 is
+    read; 1536 reads 0.86-0.89 for 22.1k. Single frames read 0.98-0.99 at 768 already, so
+    they keep a lower cap of their own (``frame_max_side``).
+    """
+
     max_per_call: int = Field(50, ge=1)
-    max_side: int = Field(768, ge=32)
+    max_side: int = Field(
+        1344,
+        ge=32,
+        description="longest side of every JPEG sent; Overview grids are this wide (cells are "
+        "a third of it, never wider than the frame). 1344: a 16:9 3x2 grid fits 3 OpenAI "
+        "512-px tiles with 445-px cells",
+    )
+    frame_max_side: int = Field(
+        768,
+        ge=32,
+        description="longest side of a single Skim/Focus/Direct frame, never above max_side; "
+        "768 reads 0.98-0.99 of the native frame's text at 425 tile tokens per 16:9 frame",
+    )
     jpeg_quality: int = Field(85, ge=1, le=100)
 
 
@@ -152,11 +181,24 @@ class LevelLimits(_Strict):
     max_calls: int = Field(4, ge=0)
 
 
+class SingleAgentSettings(_Strict):
+    """The single-agent ablation: one controller under the three levels' combined budgets."""
+
+    max_steps: int = Field(
+        8,
+        ge=1,
+        description="controller calls per question: the planning and decision calls the three "
+        "level agents make (anchors, plan, ASR plan and decision at Super; plan and decision "
+        "at Macro and Subgraph)",
+    )
+
+
 class AgentsConfig(_Strict):
     overview: OverviewSettings = OverviewSettings()
     skim: LevelSettings = LevelSettings()
     focus: LevelSettings = LevelSettings()
     direct: LevelSettings = LevelSettings()  # the Direct baseline's uniform frames
+    single_agent: SingleAgentSettings = SingleAgentSettings()
     level_limits: LevelLimits = LevelLimits()
 
 
@@ -251,6 +293,16 @@ class PaceMemConfig(_Strict):
     adaptive_tail_fraction: float = Field(0.0, ge=0.0, lt=1.0)
     adaptive_buffer: int = Field(0, ge=0)
     clip_bin_s: float = Field(30.0, gt=0, description="clip length when the memory has none")
+    focus_scope: Literal["joint", "joint_with_floor", "per_macro"] = Field(
+        "joint_with_floor",
+        description="how the Focus level chooses clips across the selected MacroEvents: one "
+        "joint run (a MacroEvent may get none), the joint run plus the best clip of each "
+        "MacroEvent it left empty, or one run per MacroEvent with k_min/k_max/fixed_k split "
+        "across them (retrieval.focus; chosen by bench/bench_focus_coverage.py)",
+    )
+    query_options: bool = Field(
+        True, description="add the option texts to the PACE-Mem query (question + instruction)"
+    )
 
     @model_validator(mode="after")
     def _depth_bounds_ordered(self) -> PaceMemConfig:

@@ -21,6 +21,11 @@ class PromptError(VideoTapestryError):
     """A prompt template is missing, unreadable or cannot be rendered."""
 
 
+class QuestionError(VideoTapestryError, ValueError):
+    """A question or its options cannot be answered as given (empty, too few, duplicate letters);
+    raised before any model call."""
+
+
 class ResourceError(VideoTapestryError):
     """A file shipped with the package (prompt, config) cannot be found."""
 
@@ -60,10 +65,19 @@ class ModelCallError(VideoTapestryError):
 
     recoverable = True
 
-    def __init__(self, message: str, *, role: str | None = None, endpoint: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        role: str | None = None,
+        endpoint: str | None = None,
+        recoverable: bool | None = None,
+    ):
         super().__init__(message)
         self.role = role
         self.endpoint = endpoint
+        if recoverable is not None:
+            self.recoverable = recoverable
 
 
 class ModelTimeoutError(ModelCallError):
@@ -91,7 +105,16 @@ class ModelAuthError(ModelCallError):
 
 
 class ModelRequestError(ModelCallError):
-    """The endpoint rejected the request itself (400/404/422): model name, parameters."""
+    """The endpoint rejected the request itself (400/404/422).
+
+    Usually the configuration is at fault (an unknown model name, a parameter the server
+    does not support), and every later call would be rejected the same way, so by default
+    this stops the question (``recoverable = False``). A rejection caused by this one
+    request only (a prompt over the context length, a content filter) is raised with
+    ``recoverable=True`` and takes the step's fallback.
+    """
+
+    recoverable = False
 
 
 class ModelResponseError(ModelCallError):

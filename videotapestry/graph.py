@@ -4,6 +4,9 @@
                       └→ skim ─┬─ stop ──────┤
                                └→ focus ─────┴→ assemble → answer → END
 
+    variant=single_agent:  START → controller → assemble → answer → END
+    variant=direct:        START → direct → END
+
 Nodes are thin async functions of ``(state, runtime)``; the work is in ``videotapestry.agents``.
 The non-serializable run context (memory, video, model session) arrives as LangGraph's run
 context, so the state holds only JSON-able models and any LangGraph checkpointer can store
@@ -27,8 +30,10 @@ from videotapestry.agents.context import RunContext
 from videotapestry.agents.detail import run_detail_level
 from videotapestry.agents.overview import run_overview
 from videotapestry.agents.rules import is_global_question
+from videotapestry.agents.single import run_controller
 from videotapestry.agents.state import (
     AnswerOutcome,
+    Degradation,
     HandoffEntry,
     ImageRef,
     LevelCalls,
@@ -43,6 +48,7 @@ from videotapestry.baselines.direct import direct_frames
 #: Our state types, allowed through LangGraph's msgpack checkpoint serializer.
 STATE_TYPES = (
     AnswerOutcome,
+    Degradation,
     HandoffEntry,
     ImageRef,
     LevelCalls,
@@ -74,19 +80,6 @@ def _context(runtime: Runtime[RunContext]) -> RunContext:
     with contextlib.suppress(RuntimeError):  # outside a streaming run there is no writer
         ctx.stream = get_stream_writer()
     return ctx
-
-
-def _shared_trajectory(ctx: RunContext, state: QAState) -> str:
-    """The single-agent variant carries one context across levels; the agents do not."""
-    if ctx.variant != "single_agent":
-        return ""
-    lines = []
-    for outcome in state.get("levels", []):
-        lines += [f"[{outcome.level}] {obs.kind}: {obs.result}" for obs in outcome.observations]
-        lines.append(
-            f"[{outcome.level}] selected {outcome.selected_ids}: {outcome.instruction_out}"
-        )
-    return "\n".join(lines)
 
 
 def _finish_level(ctx: RunContext, outcome: LevelOutcome) -> dict[str, Any]:
@@ -135,9 +128,15 @@ async def _detail_node(level: str, state: QAState, runtime: Runtime[RunContext])
         list(state.get("candidates", [])),
         instruction_in=state.get("instruction"),
         is_global=bool(state.get("is_global")),
-        trajectory_in=_shared_trajectory(ctx, state),
     )
     return _finish_level(ctx, outcome)
+
+
+async def controller_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = _context(runtime)
+    levels, handoff = await run_controller(ctx, state["question"])
+    ctx.report(level="controller", step="done", levels=[o.level for o in levels])
+    return {"levels": levels, "handoff": handoff, "stopped": True, "candidates": []}
 
 
 async def assemble_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -201,6 +200,15 @@ def build_graph(*, variant: str = "full", checkpointer: Any = None, **compile_op
         graph.add_node("direct", direct_node)
         graph.add_edge(START, "direct")
         graph.add_edge("direct", END)
+        return graph.compile(checkpointer=checkpointer, **compile_options)
+    if variant == "single_agent":
+        graph.add_node("controller", controller_node)
+        graph.add_node("assemble", assemble_node)
+        graph.add_node("answer", answer_node)
+        graph.add_edge(START, "controller")
+        graph.add_edge("controller", "assemble")
+        graph.add_edge("assemble", "answer")
+        graph.add_edge("answer", END)
         return graph.compile(checkpointer=checkpointer, **compile_options)
     graph.add_node("overview", overview_node)
     graph.add_node("skim", skim_node)

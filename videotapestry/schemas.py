@@ -9,9 +9,18 @@ client's single repair retry, then the caller's documented fallback.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 #: Super→Macro handoff instruction types (the decision prompt lists the same names).
 InstructionType = Literal[
@@ -94,6 +103,16 @@ class _ObservationPlan(RoleOutput):
     time_ranges: list[TimeRange] = Field(default_factory=list)
 
 
+class AnchorPlan(RoleOutput):
+    thought: Text = ""
+    anchors: list[Text] = Field(default_factory=list)
+
+    @field_validator("anchors", mode="before")
+    @classmethod
+    def _one_anchor_as_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
 class OverviewPlan(_ObservationPlan):
     observation_needed: bool = True  # the Super level always looks first
     locator_time_hints_used: list[Text] = Field(default_factory=list)
@@ -128,27 +147,75 @@ class SuperMemoryUpdate(RoleOutput):
     irrelevant_summary: Text = ""
 
 
-class SuperUpdate(RoleOutput):
+class NodeRewrite(RoleOutput):
+    updated_text: Text
+    #: Optional beyond the paper's keys: False lets code enforce the 10-character summary.
+    is_relevant: bool | None = None
+
+
+def _entry_problem(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(entry)'}: {err['msg']}" for err in exc.errors()
+    )
+
+
+class _EntryUpdates(RoleOutput):
+    """An update reply validated memory by memory.
+
+    One malformed entry (a missing ``is_relevant``, a number where text belongs) must not
+    throw away the facts of every other memory in the reply: valid entries are kept, the
+    bad ones are listed in ``rejected`` (id → problem) and their memories keep their
+    original text. Only a reply with no usable entry at all fails validation (and so gets
+    the repair retry).
+    """
+
+    _entry_model: ClassVar[type[RoleOutput]]
+    _rejected: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @property
+    def rejected(self) -> dict[str, str]:
+        return dict(self._rejected)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _entry_by_entry(cls, data: Any, handler: Any) -> Any:
+        rejected: dict[str, str] = {}
+        if isinstance(data, dict) and isinstance(data.get("updated_memories"), dict):
+            kept = {}
+            for key, entry in data["updated_memories"].items():
+                entry = cls._coerce_entry(entry)
+                try:
+                    kept[str(key)] = cls._entry_model.model_validate(entry)
+                except ValidationError as exc:
+                    rejected[str(key)] = _entry_problem(exc)
+            if rejected and not kept:
+                raise ValueError(
+                    "no update entry is valid: "
+                    + "; ".join(f"{k}: {v}" for k, v in rejected.items())
+                )
+            data = {**data, "updated_memories": kept}
+        model = handler(data)
+        model._rejected = rejected
+        return model
+
+    @classmethod
+    def _coerce_entry(cls, entry: Any) -> Any:
+        return entry
+
+
+class SuperUpdate(_EntryUpdates):
+    _entry_model = SuperMemoryUpdate
     updated_memories: dict[str, SuperMemoryUpdate]
 
 
-class NodeRewrite(RoleOutput):
-    updated_text: Text
-
-
-class LevelUpdate(RoleOutput):
+class LevelUpdate(_EntryUpdates):
+    _entry_model = NodeRewrite
     updated_memories: dict[str, NodeRewrite]
 
-    @field_validator("updated_memories", mode="before")
     @classmethod
-    def _plain_text_rewrites(cls, value: Any) -> Any:
+    def _coerce_entry(cls, entry: Any) -> Any:
         # Models often answer {"macro_0003": "new text"} instead of {"updated_text": ...}.
-        if isinstance(value, dict):
-            return {
-                key: {"updated_text": item} if isinstance(item, str) else item
-                for key, item in value.items()
-            }
-        return value
+        return {"updated_text": entry} if isinstance(entry, str) else entry
 
 
 class Decision(RoleOutput):
@@ -159,6 +226,21 @@ class Decision(RoleOutput):
     template_type: str | None = None
 
 
+ControllerAction = Literal["observe_visual", "observe_asr", "update", "expand", "finish"]
+
+
+class ControllerStep(RoleOutput):
+    """One step of the single-agent controller (the Table 3(a) "Single Agent" ablation)."""
+
+    thought: Text = ""
+    action: ControllerAction
+    mode: Literal["grids", "frames"] | None = None
+    level: Literal["super", "macro", "subgraph"] | None = None
+    memory_ids: Ids = Field(default_factory=list)
+    time_ranges: list[TimeRange] = Field(default_factory=list)
+    instruction: Text = ""
+
+
 class FinalAnswer(RoleOutput):
     reasoning: Text = ""
     answer: Text
@@ -166,6 +248,7 @@ class FinalAnswer(RoleOutput):
 
 #: Prompt name → the model its reply must validate against.
 OUTPUT_SCHEMAS: dict[str, type[RoleOutput]] = {
+    "locator_anchors": AnchorPlan,
     "overview_planning": OverviewPlan,
     "level_planning": LevelPlan,
     "asr_planning": AsrPlan,
@@ -174,6 +257,7 @@ OUTPUT_SCHEMAS: dict[str, type[RoleOutput]] = {
     "super_update": SuperUpdate,
     "level_update": LevelUpdate,
     "decision": Decision,
+    "controller": ControllerStep,
     "final_answer": FinalAnswer,
     "direct_answer": FinalAnswer,
 }

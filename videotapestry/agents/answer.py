@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from videotapestry.agents.rules import extract_answer_letter
+from videotapestry.agents.options import extract_answer_letter
 from videotapestry.errors import ModelCallError, StructuredOutputError
 from videotapestry.llm.service import ModelSession
 from videotapestry.llm.types import ImagePart

@@ -43,6 +43,9 @@ class RunContext:
     evidence: PackedClips | None = None
     #: Why observation is off for this run (no video, ``--no-video``); None when it is on.
     observation_disabled: str | None = None
+    #: Why the ASR tool cannot run although the method wants it (subtitles missing, Whisper
+    #: failed to load); None when it can, or when the video simply has no audio.
+    asr_unavailable: str | None = None
     progress: ProgressCallback | None = None
     #: LangGraph's custom-stream writer while a graph node runs (``astream(stream_mode="custom")``).
     stream: ProgressCallback | None = None
@@ -84,13 +87,17 @@ class RunContext:
         )
 
     @property
+    def asr_lost(self) -> str | None:
+        """Why the method's ASR step cannot run although this variant uses it (else None)."""
+        uses_asr = self.observation_disabled is None and self.variant not in (
+            "wo_asr",
+            "static_memory",
+        )
+        return self.asr_unavailable if uses_asr else None
+
+    @property
     def updates_enabled(self) -> bool:
         return self.variant not in ("append_only", "static_memory")
-
-    def agent_name(self, default: str) -> str:
-        from videotapestry.agents.state import SINGLE_AGENT_NAME
-
-        return SINGLE_AGENT_NAME if self.variant == "single_agent" else default
 
     def report(self, **event: Any) -> None:
         """Progress for CLIs and notebooks; never lets a display error stop the run."""
@@ -104,21 +111,35 @@ class RunContext:
 
 
 class LevelBudget:
-    """Per-level tool budget (Algorithm 2): observations, updates and their total."""
+    """Per-level tool budget (Algorithm 2): observations, updates and their total.
+
+    A locator call (the Overview agent's anchor decomposition) counts toward the total only.
+    """
 
     def __init__(self, limits: LevelLimits) -> None:
         self.limits = limits
         self.observations = 0
         self.updates = 0
+        self.locators = 0
+
+    @property
+    def calls(self) -> int:
+        return self.observations + self.updates + self.locators
 
     def allows(self, kind: str) -> bool:
-        if self.observations + self.updates >= self.limits.max_calls:
+        if self.calls >= self.limits.max_calls:
             return False
         if kind == "observation":
             return self.observations < self.limits.max_observations
         if kind == "update":
             return self.updates < self.limits.max_updates
+        if kind == "locator":
+            return True
         raise ValueError(f"unknown tool kind {kind!r}")
+
+    def left(self) -> int:
+        """Tool calls this level may still make, of any kind."""
+        return max(0, self.limits.max_calls - self.calls)
 
     def spend(self, kind: str) -> bool:
         """Count one call of ``kind`` if the budget allows it; False means: do not call."""
@@ -126,6 +147,8 @@ class LevelBudget:
             return False
         if kind == "observation":
             self.observations += 1
-        else:
+        elif kind == "update":
             self.updates += 1
+        else:
+            self.locators += 1
         return True

@@ -17,14 +17,16 @@ from dataclasses import dataclass
 from videotapestry.agents.context import LevelBudget, RunContext
 from videotapestry.agents.level import (
     PLANNING_ROLES,
+    LevelLog,
     call_or_fallback,
     clean,
     decide,
+    labelled_text,
     level_variables,
     memories_text,
     observation_sources,
 )
-from videotapestry.agents.rules import link_by_overlap, rank_by_overlap
+from videotapestry.agents.rules import rank_by_overlap, tiny_summary
 from videotapestry.agents.state import (
     AGENT_NAMES,
     Level,
@@ -35,9 +37,8 @@ from videotapestry.agents.state import (
 )
 from videotapestry.agents.tools import observe_frames
 from videotapestry.memory.serialize import node_line, relation_line, serialize_root
-from videotapestry.retrieval import select_evidence
-from videotapestry.retrieval.from_memory import clips_under
-from videotapestry.schemas import LevelPlan, LevelUpdate
+from videotapestry.retrieval import focus_query_text, select_focus_evidence
+from videotapestry.schemas import LevelPlan, LevelUpdate, NodeRewrite
 from videotapestry.video import TimeWindow, observation_windows
 
 
@@ -54,7 +55,7 @@ def macro_memories(ctx: RunContext, macro_ids: list[str]) -> LevelMemories:
     texts, intervals = {}, {}
     for macro_id in macro_ids:
         macro = ctx.memory.node(macro_id)
-        texts[macro_id] = f"{macro.label}: {macro.summary}" if macro.label else macro.summary
+        texts[macro_id] = labelled_text(macro.label, macro.summary)
         intervals[macro_id] = [(macro.time_range.start, macro.time_range.end)]
     return LevelMemories(texts, intervals)
 
@@ -64,26 +65,29 @@ def focus_memories(
 ) -> LevelMemories:
     """PACE-Mem's evidence under each selected MacroEvent, chronological, with relations.
 
-    Without node embeddings (no embedder configured) every subgraph node is shown: a
-    documented fallback that costs tokens but loses nothing.
+    Every selected MacroEvent that has evidence is represented (``pace_mem.focus_scope``),
+    and the chosen clips' windows are where the Focus agent's frames are sampled. Without
+    node embeddings (no embedder configured) every subgraph node is shown: a documented
+    fallback that costs tokens but loses nothing.
     """
     memory = ctx.memory
     chosen: dict[str, list[str]] = {m: [] for m in macro_ids}
     intervals: dict[str, list[tuple[float, float]]] = {m: [] for m in macro_ids}
     selection = None
     if ctx.evidence is not None and ctx.embedder is not None:
-        query = " ".join(filter(None, [question.question, instruction or ""]))
+        settings = ctx.config.pace_mem
+        query = focus_query_text(
+            question.question,
+            instruction,
+            question.options,
+            include_options=settings.query_options,
+        )
         vector = ctx.embedder.embed([query], query=True)[0]
-        result = select_evidence(vector, clips_under(ctx.evidence, macro_ids), ctx.config.pace_mem)
-        selection = result.to_dict()
-        for clip in result.clips:
-            for record in clip.records:
-                owner = record.macro_id or clip.macro_id
-                if owner in chosen and record.id not in chosen[owner]:
-                    chosen[owner].append(record.id)
-                    span = (clip.start_s, clip.end_s)
-                    if span not in intervals[owner]:
-                        intervals[owner].append(span)
+        focus = select_focus_evidence(vector, ctx.evidence, macro_ids, settings)
+        selection = focus.to_dict()
+        for macro_id, evidence in focus.macros.items():
+            chosen[macro_id] = list(evidence.record_ids)
+            intervals[macro_id] = list(evidence.windows)
     else:
         for macro_id in macro_ids:
             chosen[macro_id] = [n.id for n in memory.subgraph(macro_id).nodes]
@@ -113,12 +117,10 @@ async def run_detail_level(
     *,
     instruction_in: str | None,
     is_global: bool,
-    trajectory_in: str = "",
 ) -> LevelOutcome:
     config = ctx.config
-    agent = ctx.agent_name(AGENT_NAMES[level])
+    agent = AGENT_NAMES[level]
     settings = config.agents.skim if level == "macro" else config.agents.focus
-    notes: list[str] = []
     budget = LevelBudget(config.agents.level_limits)
     memories = (
         macro_memories(ctx, candidates)
@@ -127,6 +129,7 @@ async def run_detail_level(
     )
     static = dict(memories.texts)
     ctx.report(level=level, step="plan", agent=agent)
+    log = LevelLog(level)
 
     observations: list[Observation] = []
     plan = LevelPlan()
@@ -138,11 +141,11 @@ async def run_detail_level(
             LevelPlan,
             LevelPlan(observation_needed=True, update_memory_ids=list(candidates)),
             level=level,
-            notes=notes,
+            log=log,
             **level_variables(agent, level, question, instruction_in),
             global_summary=serialize_root(ctx.memory).text,
             memories=memories_text(ctx, static),
-            trajectory=trajectory_in,
+            trajectory="",  # one batch per level: nothing precedes the plan
             limits=config.agents.level_limits.model_dump(),
             max_frames=settings.max_frames,
         )
@@ -152,49 +155,37 @@ async def run_detail_level(
     wants_look = plan.observation_needed or (level == "macro" and not is_global)
     if ctx.visual_enabled and wants_look and budget.spend("observation"):
         windows = observation_windows(plan.time_ranges, all_intervals, duration_s=ctx.duration_s)
-        instruction = plan.observation_instruction.strip() or (
+        instruction = clean(plan.observation_instruction) or (
             instruction_in or "Describe what is visible that bears on these events."
         )
         ctx.report(level=level, step="observe", tool="visual", windows=[list(w) for w in windows])
-        observations.append(
-            await observe_frames(
-                ctx, windows, instruction, level=level, agent=agent, source_id="V1"
-            )
+        observation = await observe_frames(
+            ctx, windows, instruction, level=level, agent=agent, source_id="V1"
         )
+        observations.append(observation)
+        log.lost_observation(observation)
 
     refined = dict(static)
     if ctx.updates_enabled:
+        # Algorithm 2 updates the valid requested ids, and only those.
         valid = set(candidates)
         targets = [i for i in dict.fromkeys(plan.update_memory_ids) if i in valid]
+        ignored = [i for i in plan.update_memory_ids if i not in valid]
+        if ignored:
+            log.note(f"update ids that are not {level} candidates were ignored: {ignored}")
         if not targets:
-            targets = link_by_overlap(_spans(memories), windows) if windows else []
-            notes.append(f"no valid update ids planned; updating {targets or 'all candidates'}")
-            targets = targets or list(candidates)
-        if budget.spend("update"):
+            log.note("the plan requested no valid update id; no node was rewritten")
+        elif budget.spend("update"):
             ctx.report(level=level, step="update", agent=agent)
-            reply, _ = await call_or_fallback(
+            refined |= await rewrite_nodes(
                 ctx,
-                "update",
-                "level_update",
-                LevelUpdate,
-                LevelUpdate(updated_memories={}),
+                {i: static[i] for i in targets},
+                observations,
+                log=log,
                 level=level,
-                notes=notes,
-                **level_variables(agent, level, question, instruction_in),
-                update_instruction=plan.thought,
-                memories=memories_text(ctx, {i: static[i] for i in targets}),
-                observations=observation_sources(observations),
+                variables=level_variables(agent, level, question, instruction_in),
+                update_instruction=clean(plan.thought),
             )
-            for node_id in targets:
-                rewrite = reply.updated_memories.get(node_id)
-                text = clean(rewrite.updated_text) if rewrite else ""
-                if text:
-                    refined[node_id] = text
-                else:
-                    notes.append(f"no valid rewrite for {node_id}; original text kept")
-            unknown = sorted(set(reply.updated_memories) - set(targets))
-            if unknown:
-                notes.append(f"rewrites for ids not requested were ignored: {unknown}")
 
     ctx.report(level=level, step="decide", agent=agent)
     fallback = rank_by_overlap(_spans(memories), windows) if windows else []
@@ -212,7 +203,7 @@ async def run_detail_level(
         is_global=is_global,
         current_ids=candidates,
         fallback_ids=fallback or list(candidates),
-        notes=notes,
+        log=log,
     )
     return LevelOutcome(
         level=level,
@@ -231,8 +222,65 @@ async def run_detail_level(
         reason=decision.reason,
         evidence_selection=memories.selection,
         calls=LevelCalls(observations=budget.observations, updates=budget.updates),
-        notes=notes,
+        notes=log.notes,
+        degraded=log.degraded,
     )
+
+
+async def rewrite_nodes(
+    ctx: RunContext,
+    texts: dict[str, str],
+    observations: list[Observation],
+    *,
+    log: LevelLog,
+    level: Level,
+    variables: dict[str, object],
+    update_instruction: str,
+) -> dict[str, str]:
+    """One update-tool call over ``texts`` (id → current text); the new texts it gave.
+
+    A node whose entry is unusable, missing or empty keeps its text (and the level log says
+    so); rewrites of ids that were not asked for are ignored.
+    """
+    reply, _ = await call_or_fallback(
+        ctx,
+        "update",
+        "level_update",
+        LevelUpdate,
+        LevelUpdate(updated_memories={}),
+        level=level,
+        log=log,
+        **variables,
+        update_instruction=update_instruction,
+        memories=memories_text(ctx, texts),
+        observations=observation_sources(observations),
+    )
+    rewritten: dict[str, str] = {}
+    for node_id in texts:
+        if node_id in reply.rejected:
+            log.degrade(
+                "update_rejected",
+                f"level_update entry {node_id}",
+                f"{reply.rejected[node_id]}; its original text is kept",
+            )
+        elif text := rewritten_text(reply.updated_memories.get(node_id)):
+            rewritten[node_id] = text
+        else:
+            log.note(f"no valid rewrite for {node_id}; original text kept")
+    unknown = sorted(set(reply.updated_memories) - set(texts))
+    if unknown:
+        log.note(f"rewrites for ids not requested were ignored: {unknown}")
+    return rewritten
+
+
+def rewritten_text(rewrite: NodeRewrite | None) -> str:
+    """A node's new text: steering removed; an irrelevant node's summary cut to 10 chars."""
+    if rewrite is None:
+        return ""
+    text = clean(rewrite.updated_text)
+    if rewrite.is_relevant is False and text:
+        return tiny_summary(text)
+    return text
 
 
 def _spans(memories: LevelMemories) -> dict[str, tuple[float, float]]:

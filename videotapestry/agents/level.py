@@ -3,7 +3,9 @@
 Each model step degrades instead of failing the question: a plan that cannot be obtained
 becomes the documented default plan, a failed update keeps the original texts, a failed
 decision is validated as an empty one (which falls back to evidence-linked ids). Every
-fallback leaves a note in the level outcome and the trace.
+fallback leaves a note and a ``Degradation`` in the level's ``LevelLog``, so the result says
+what was lost; errors that no fallback can help (a refused key, an unknown model) are not
+caught here and stop the question.
 """
 
 from __future__ import annotations
@@ -15,8 +17,15 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from videotapestry.agents.context import RunContext
-from videotapestry.agents.rules import ValidatedDecision, strip_option_steering, validate_decision
-from videotapestry.agents.state import Level, LevelOutcome, Observation, QuestionInput
+from videotapestry.agents.options import strip_option_steering
+from videotapestry.agents.rules import ValidatedDecision, validate_decision
+from videotapestry.agents.state import (
+    Degradation,
+    DegradationKind,
+    Level,
+    Observation,
+    QuestionInput,
+)
 from videotapestry.errors import ModelCallError
 from videotapestry.memory.schema import TimeRange
 from videotapestry.memory.serialize import clock_range
@@ -39,6 +48,29 @@ DEFAULT_INSTRUCTIONS: dict[Level, str] = {
 PLANNING_ROLES: dict[Level, str] = {"super": "overview", "macro": "skim", "subgraph": "focus"}
 
 
+class LevelLog:
+    """What one level noted on its way and what it lost (degradations)."""
+
+    def __init__(self, level: str) -> None:
+        self.level = level
+        self.notes: list[str] = []
+        self.degraded: list[Degradation] = []
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def degrade(self, kind: DegradationKind, what: str, why: str) -> None:
+        self.degraded.append(Degradation(kind=kind, level=self.level, what=what, why=why))
+        self.notes.append(f"{what}: {why}")
+
+    def lost_observation(self, observation: Observation) -> None:
+        """Record a failed observation tool call (frames, transcript or the model call)."""
+        if observation.error is not None:
+            kind: DegradationKind = "visual_lost" if observation.kind == "visual" else "asr_lost"
+            what = f"{observation.kind} observation {observation.source_id}"
+            self.degrade(kind, what, observation.error)
+
+
 async def call_or_fallback(
     ctx: RunContext,
     role: str,
@@ -47,11 +79,14 @@ async def call_or_fallback(
     fallback: T,
     *,
     level: Level,
-    notes: list[str],
+    log: LevelLog,
     images: Sequence = (),
     **variables: object,
 ) -> tuple[T, bool]:
-    """One structured call; on any model failure the ``fallback`` and a note. (value, ok)."""
+    """One structured call; on a recoverable failure the ``fallback`` and a degradation.
+
+    Returns (value, ok). Errors that would repeat on every call are re-raised.
+    """
     prompt = ctx.prompts.render(prompt_name, **variables)
     try:
         return (
@@ -61,7 +96,7 @@ async def call_or_fallback(
     except ModelCallError as exc:
         if not exc.recoverable:
             raise
-        notes.append(f"{prompt_name} failed ({type(exc).__name__}); using the fallback")
+        log.degrade("call_fallback", f"{prompt_name} call", f"{exc}; the fallback was used")
         return fallback, False
 
 
@@ -76,6 +111,11 @@ def level_variables(
         "options": question.options,
         "upstream_instruction": instruction_in or "",
     }
+
+
+def labelled_text(label: str, text: str) -> str:
+    """A SuperEvent's or MacroEvent's memory text: its label, then its description."""
+    return f"{label}: {text}" if label else text
 
 
 def clean(text: str) -> str:
@@ -125,7 +165,7 @@ async def decide(
     is_global: bool,
     current_ids: Sequence[str],
     fallback_ids: Sequence[str],
-    notes: list[str],
+    log: LevelLog,
 ) -> ValidatedDecision:
     """One decision call, validated in code (SPEC §5); at Subgraph the stop is then forced."""
     ids_with_children = [i for i in current_ids if _has_children(ctx, level, i)]
@@ -136,7 +176,7 @@ async def decide(
         Decision,
         Decision(),
         level=level,
-        notes=notes,
+        log=log,
         **level_variables(agent, level, question, instruction_in),
         memories=memories,
         trajectory=trajectory,
@@ -150,7 +190,7 @@ async def decide(
         fallback_ids=list(fallback_ids),
         default_instruction=DEFAULT_INSTRUCTIONS[level],
     )
-    notes.extend(validated.notes)
+    log.notes.extend(validated.notes)
     return validated
 
 
@@ -160,15 +200,3 @@ def _has_children(ctx: RunContext, level: Level, node_id: str) -> bool:
     if level == "macro":
         return bool(ctx.memory.subgraph(node_id).nodes)
     return False
-
-
-def apply_decision(outcome: LevelOutcome, decision: ValidatedDecision) -> LevelOutcome:
-    return outcome.model_copy(
-        update={
-            "selected_ids": list(decision.selected_ids),
-            "instruction_out": decision.instruction,
-            "template_type": decision.template_type,
-            "stop": decision.stop,
-            "reason": decision.reason,
-        }
-    )

@@ -9,17 +9,22 @@ protected set (evidence-linked events and their neighbours) keeps its text and g
 
 from __future__ import annotations
 
+import asyncio
+
 from videotapestry.agents.context import LevelBudget, RunContext
 from videotapestry.agents.level import (
+    LevelLog,
     call_or_fallback,
     clean,
     decide,
+    labelled_text,
     memories_text,
     observation_sources,
     update_requests_json,
 )
 from videotapestry.agents.rules import (
     assign_lines_to_spans,
+    clean_anchors,
     compose_protected_text,
     compress_text,
     link_by_overlap,
@@ -38,9 +43,11 @@ from videotapestry.agents.tools import observe_overview_grids, observe_speech
 from videotapestry.asr import TranscriptLine
 from videotapestry.memory import MultiAnchorResult
 from videotapestry.memory.serialize import clock_range, serialize_root
-from videotapestry.schemas import AsrPlan, OverviewPlan, SuperMemoryUpdate, SuperUpdate
+from videotapestry.schemas import AnchorPlan, AsrPlan, OverviewPlan, SuperMemoryUpdate, SuperUpdate
 from videotapestry.timecode import format_range
 from videotapestry.video import asr_windows, visual_window
+
+MAX_ANCHORS = 4
 
 
 def locator_text(result: MultiAnchorResult | None) -> str:
@@ -63,26 +70,69 @@ def locator_text(result: MultiAnchorResult | None) -> str:
     return "\n".join(lines)
 
 
+#: Tool calls the Overview level makes after anchoring: visual, ASR and one update.
+_OVERVIEW_TOOL_CALLS = 3
+
+
+async def locator_hints(
+    ctx: RunContext, question: QuestionInput, budget: LevelBudget, log: LevelLog
+) -> tuple[MultiAnchorResult | None, list[str], str]:
+    """The Overview agent splits the target into atomic anchors and the locator searches them.
+
+    The anchor call is a tool call of the level (it is skipped when the level's budget cannot
+    also cover the observations and the update); without it, or when it fails or returns no
+    usable anchor, the anchors come from the question's text (``question_anchors``).
+    Returns (locator result, anchors, where the anchors came from).
+    """
+    if ctx.locator is None:
+        return None, [], "none"
+    anchors: list[str] = []
+    source = "question text"
+    if budget.left() > _OVERVIEW_TOOL_CALLS and budget.spend("locator"):
+        ctx.report(level="super", step="anchors")
+        reply, ok = await call_or_fallback(
+            ctx,
+            "overview",
+            "locator_anchors",
+            AnchorPlan,
+            AnchorPlan(),
+            level="super",
+            log=log,
+            question=question.question,
+            options=question.options,
+            max_anchors=MAX_ANCHORS,
+        )
+        anchors = clean_anchors(reply.anchors, question.options, max_anchors=MAX_ANCHORS)
+        if anchors:
+            source = "overview agent"
+        elif ok:
+            log.note("the anchor call returned no usable anchor; anchors from the question text")
+    if not anchors:
+        anchors = question_anchors(question.question, max_anchors=MAX_ANCHORS)
+    located = await asyncio.to_thread(ctx.locator.locate, anchors) if anchors else None
+    return located, anchors, source
+
+
 async def run_overview(
-    ctx: RunContext, question: QuestionInput, *, is_global: bool, trajectory_in: str = ""
+    ctx: RunContext, question: QuestionInput, *, is_global: bool
 ) -> LevelOutcome:
     config = ctx.config
     memory = ctx.memory
-    agent = ctx.agent_name(AGENT_NAMES["super"])
+    agent = AGENT_NAMES["super"]
     supers = memory.super_events()
     ids = [s.id for s in supers]
     spans = {s.id: (s.time_range.start, s.time_range.end) for s in supers}
-    static = {s.id: _label_text(s.label, s.description) for s in supers}
-    notes: list[str] = []
+    static = {s.id: labelled_text(s.label, s.description) for s in supers}
+    log = LevelLog("super")
     budget = LevelBudget(config.agents.level_limits)
     duration = ctx.duration_s
     ctx.report(level="super", step="plan", agent=agent)
 
-    located = None
-    if ctx.locator is not None and not is_global:
-        located = ctx.locator.locate(question_anchors(question.question))
-    plan = OverviewPlan(observation_instruction=_default_visual_instruction())
     refines = ctx.visual_enabled or ctx.asr_enabled or ctx.updates_enabled
+    located, anchors, anchor_source = None, [], "none"
+    if refines and not is_global:
+        located, anchors, anchor_source = await locator_hints(ctx, question, budget, log)
+    plan = OverviewPlan(observation_instruction=_default_visual_instruction())
     if refines:  # static memory: nothing to plan, only the decision below
         plan, _ = await call_or_fallback(
             ctx,
@@ -91,7 +141,7 @@ async def run_overview(
             OverviewPlan,
             OverviewPlan(observation_instruction=_default_visual_instruction()),
             level="super",
-            notes=notes,
+            log=log,
             question=question.question,
             options=question.options,
             video_duration=round(duration, 1),
@@ -99,11 +149,11 @@ async def run_overview(
             global_summary=serialize_root(memory).text,
             memories=memories_text(ctx, static),
             locator_results=locator_text(located),
-            trajectory=trajectory_in,
+            trajectory="",  # one batch per level: nothing precedes the plan
             limits=config.agents.level_limits.model_dump(),
             min_window_s=config.agents.overview.min_window_s,
         )
-    instruction = plan.observation_instruction.strip() or _default_visual_instruction()
+    instruction = clean(plan.observation_instruction) or _default_visual_instruction()
 
     observations = []
     window = visual_window(
@@ -114,10 +164,12 @@ async def run_overview(
         ctx.report(level="super", step="observe", tool="visual", window=list(window))
         visual = await observe_overview_grids(ctx, window, instruction, agent=agent)
         observations.append(visual)
+        log.lost_observation(visual)
 
     speech = None
     transcript: list[TranscriptLine] = []
     asr_plan = AsrPlan(observation_instruction=instruction)
+    asr_spans: list[tuple[float, float]] = []
     if ctx.asr_enabled and budget.allows("observation"):
         ctx.report(level="super", step="plan_asr", agent=agent)
         asr_plan, _ = await call_or_fallback(
@@ -127,7 +179,7 @@ async def run_overview(
             AsrPlan,
             AsrPlan(observation_instruction=instruction),
             level="super",
-            notes=notes,
+            log=log,
             question=question.question,
             options=question.options,
             video_duration=round(duration, 1),
@@ -146,15 +198,25 @@ async def run_overview(
             min_span_s=config.asr.min_window_s,
             max_span_s=config.asr.max_window_s,
         )
+        asr_spans = [(w.start_s, w.end_s) for w in windows]
         budget.spend("observation")
         ctx.report(level="super", step="observe", tool="asr", windows=[list(w) for w in windows])
         speech, transcript = await observe_speech(
-            ctx, windows, asr_plan.observation_instruction.strip() or instruction
+            ctx, windows, clean(asr_plan.observation_instruction) or instruction
         )
         observations.append(speech)
+        log.lost_observation(speech)
+        if speech.unmatched_evidence:
+            log.note(
+                f"{len(speech.unmatched_evidence)} quoted transcript line(s) matched no line "
+                "at their stated time and were dropped"
+            )
+    elif ctx.asr_lost:
+        log.degrade("asr_lost", "ASR observation", ctx.asr_lost)
 
-    # Evidence linking: the planners' candidate ids, the visual window's overlap, and the
-    # SuperEvents that received verbatim transcript lines.
+    # Evidence linking (candidate ids and temporal overlap): each successful observation is
+    # linked to the SuperEvents its planner named and to those its windows overlap; the
+    # verbatim transcript lines are placed by their own timestamps.
     valid = set(ids)
     visual_linked: list[str] = []
     if visual is not None and visual.succeeded:
@@ -162,7 +224,7 @@ async def run_overview(
             ids,
             [i for i in plan.candidate_memory_ids if i in valid] + link_by_overlap(spans, [window]),
         )
-    evidence_by_super = {i: [] for i in ids}
+    evidence_by_super: dict[str, list[TranscriptLine]] = {i: [] for i in ids}
     asr_linked: list[str] = []
     if speech is not None and speech.succeeded:
         quoted = [TranscriptLine(s, e, t) for s, e, t in speech.evidence_lines]
@@ -170,17 +232,22 @@ async def run_overview(
         asr_linked = _ordered(
             ids,
             [i for i in asr_plan.candidate_memory_ids if i in valid]
+            + link_by_overlap(spans, asr_spans)
             + [i for i, lines in evidence_by_super.items() if lines],
         )
     evidence_ids = _ordered(ids, visual_linked + asr_linked)
     protected = protected_set(ids, evidence_ids)
-    if not evidence_ids:
-        notes.append("no observation linked to any SuperEvent; nothing is protected")
 
     refined = dict(static)
-    calls = LevelCalls(observations=budget.observations)
-    if ctx.updates_enabled:
-        updates = {}
+    if ctx.updates_enabled and not evidence_ids:
+        # Compressing every SuperEvent around no evidence would leave a scaffold worse than
+        # the static memory: keep the stored texts and say why.
+        reason = _nothing_linked_reason(visual, speech, ctx)
+        log.note(f"no observation is linked to any SuperEvent ({reason}); original texts kept")
+        ctx.session.trace.note("super_scaffold_kept", reason=reason)
+    elif ctx.updates_enabled:
+        updates: dict[str, SuperMemoryUpdate] = {}
+        rejected: dict[str, str] = {}
         if budget.spend("update"):
             ctx.report(level="super", step="update", agent=agent)
             requests = [
@@ -200,7 +267,7 @@ async def run_overview(
                 SuperUpdate,
                 SuperUpdate(updated_memories={}),
                 level="super",
-                notes=notes,
+                log=log,
                 question=question.question,
                 options=question.options,
                 previous_instruction="",
@@ -211,11 +278,18 @@ async def run_overview(
                 observation_sources=observation_sources(observations),
                 update_requests=update_requests_json(requests),
             )
-            updates = reply.updated_memories
+            updates, rejected = reply.updated_memories, reply.rejected
+            for memory_id, problem in rejected.items():
+                log.degrade(
+                    "update_rejected",
+                    f"super_update entry {memory_id}",
+                    f"{problem}; its original text is kept",
+                )
         refined = {
             i: _refine_super(
                 static[i],
                 updates.get(i),
+                rejected=i in rejected,
                 protected=i in protected,
                 visual=i in visual_linked,
                 transcript=i in asr_linked,
@@ -226,7 +300,6 @@ async def run_overview(
             )
             for i in ids
         }
-        calls = LevelCalls(observations=budget.observations, updates=budget.updates)
 
     ctx.report(level="super", step="decide", agent=agent)
     fallback_ids = evidence_ids or rank_by_overlap(spans, [window])
@@ -241,7 +314,7 @@ async def run_overview(
         is_global=is_global,
         current_ids=ids,
         fallback_ids=fallback_ids,
-        notes=notes,
+        log=log,
     )
     return LevelOutcome(
         level="super",
@@ -251,6 +324,9 @@ async def run_overview(
             "visual": plan.model_dump(mode="json"),
             "asr": asr_plan.model_dump(mode="json"),
             "visual_window": [window.start_s, window.end_s],
+            "asr_windows": [list(w) for w in asr_spans],
+            "anchors": anchors,
+            "anchor_source": anchor_source,
             "locator": locator_text(located),
         },
         observations=observations,
@@ -263,13 +339,28 @@ async def run_overview(
         template_type=decision.template_type,
         stop=decision.stop,
         reason=decision.reason,
-        calls=calls,
-        notes=notes + ([f"transcript lines read: {len(transcript)}"] if speech else []),
+        calls=LevelCalls(
+            observations=budget.observations, updates=budget.updates, locators=budget.locators
+        ),
+        notes=log.notes + ([f"transcript lines read: {len(transcript)}"] if speech else []),
+        degraded=log.degraded,
     )
 
 
-def _label_text(label: str, description: str) -> str:
-    return f"{label}: {description}" if label else description
+def _nothing_linked_reason(
+    visual: Observation | None, speech: Observation | None, ctx: RunContext
+) -> str:
+    parts = []
+    if visual is None:
+        disabled = f": {ctx.observation_disabled}" if ctx.observation_disabled else ""
+        parts.append(f"no visual observation{disabled}")
+    elif not visual.succeeded:
+        parts.append(f"visual observation failed: {visual.error or 'empty result'}")
+    if speech is None:
+        parts.append("no transcript observation")
+    elif not speech.succeeded:
+        parts.append(f"transcript observation failed: {speech.error or 'empty result'}")
+    return "; ".join(parts) or "the observations overlap no SuperEvent"
 
 
 def _default_visual_instruction() -> str:
@@ -296,6 +387,7 @@ def _refine_super(
     original: str,
     update: SuperMemoryUpdate | None,
     *,
+    rejected: bool,
     protected: bool,
     visual: bool,
     transcript: bool,
@@ -304,9 +396,13 @@ def _refine_super(
     """Protected: original + evidence parts. Others: the tool's summary, or a first sentence.
 
     The protected set is enforced here whatever the tool said: a protected node never loses
-    its text, an unprotected one is always compressed, and a modality's part is only taken
-    from the tool when that modality's source was linked to the node.
+    its text, an unprotected one is compressed, and a modality's part is only taken from the
+    tool when that modality's source was linked to the node. A node whose update entry was
+    unusable (``rejected``) keeps its original text; the program's verbatim evidence lines
+    still go to a protected one.
     """
+    if rejected:
+        update = None
     if protected:
         return compose_protected_text(
             original,
@@ -314,5 +410,7 @@ def _refine_super(
             transcript=clean(update.asr_observation) if update and transcript else "",
             evidence=evidence,
         )
+    if rejected:
+        return original
     summary = clean(update.irrelevant_summary) if update else ""
     return summary or compress_text(original)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
+from videotapestry.agents.options import strip_option_steering
 from videotapestry.asr.types import TranscriptLine
+from videotapestry.question import option_body
 from videotapestry.schemas import INSTRUCTION_TYPES, Decision
 
 Level = Literal["super", "macro", "subgraph"]
@@ -22,29 +24,74 @@ Span = tuple[float, float]
 
 # --------------------------------------------------------------------------- global questions
 
-_GLOBAL_PATTERNS = re.compile(
-    r"""
-    \bmain\s+(idea|topic|theme|point|purpose|subject|message|focus)\b
-    | \btitle\b
-    | \bsummar(y|ise|ize|ized|ised|izes|ises|izing|ising)\b
-    | \boverall\b
+#: What "the video as a whole" is called in questions.
+_WHOLE = (
+    r"(?:(?:this|the|entire|whole|full)\s+)+(?:video|clip|film|documentary|episode|vlog|"
+    r"programme|program|show|lecture|talk|presentation|footage|recording)"
+)
+_GIST_NOUNS = (
+    r"(?:idea|ideas|topic|topics|theme|themes|point|purpose|subject|message|focus|goal|aim|"
+    r"thesis|argument|narrative|storyline|plot|content|structure|takeaway|lesson|moral|gist|"
+    r"summary|overview|intent|intention|objective)"
+)
+_QUALIFIER = r"(?:main|central|primary|principal|key|overarching|core|general|overall|underlying)"
+_GLOBAL_QUESTION = re.compile(
+    rf"""
+    \b{_QUALIFIER}\s+{_GIST_NOUNS}(?:\s*[?.!]?\s*$|\s+(?:of|in|behind|for|conveyed\s+by|
+      presented\s+in|expressed\s+in|discussed\s+in)\s+{_WHOLE}\b)
+    | \b{_GIST_NOUNS}\s+(?:of|in|behind|for)\s+{_WHOLE}\b
+    | \b{_WHOLE}(?:'s|’s)\s+(?:{_QUALIFIER}\s+)?{_GIST_NOUNS}\b
+    | \bwhat\s+(?:is|was|are)\s+{_WHOLE}\s+
+      (?:mainly\s+|mostly\s+|primarily\s+|really\s+|all\s+)?about\b
+    | \b{_WHOLE}\s+(?:is\s+|was\s+)?(?:mainly|mostly|primarily|largely|chiefly|generally)\s+
+      (?:about|shows?|showing|discuss(?:es|ing)?|focus(?:es|ing)?|covers?|covering|depicts?|
+      explains?|describes?|presents?|demonstrates?|concerns?)\b
+    | \bsummar(?:y|ise|ize|ized|ised|izes|ises|izing|ising)\b
     | \bgist\b
-    | \bcentral\s+(theme|idea|topic|message)\b
-    | \bprimary\s+(focus|purpose|goal|topic|theme)\b
-    | \bwhat\s+is\s+(this|the)\s+video\s+(mainly\s+|mostly\s+|primarily\s+)?about\b
-    | \bbest\s+describes?\s+the\s+(whole\s+|entire\s+)?(video|content)\b
+    | \b(?:best|suitable|appropriate|fitting|good|possible|likely)\s+(?:title|headline|caption)\b
+    | \btitle\s+(?:of|for)\s+{_WHOLE}\b
+    | \b(?:title|headline)\s+(?:best\s+)?(?:fits|suits|describes|summari[sz]es)\b
+    | \bbest\s+(?:describes?|captures?|characteri[sz]es?|represents?)\s+(?:what\s+)?{_WHOLE}\b
+    | \b(?:describe|characteri[sz]e)s?\s+{_WHOLE}\s+as\s+a\s+whole\b
+    | \b{_WHOLE}\s+as\s+a\s+whole\b
     """,
     re.IGNORECASE | re.VERBOSE,
+)
+#: A question that points at a moment or a detail is never global, whatever else it says.
+_LOCAL_CUE = re.compile(
+    r"\b\d{1,2}:\d{2}\b|\bat\s+the\s+(?:beginning|start|end)\b|\bafter\b|\bbefore\b|"
+    r"\bwhen\b|\bhow\s+many\b|\bwhat\s+(?:colou?r|number|time)\b",
+    re.IGNORECASE,
+)
+_GENERIC_QUESTION = re.compile(
+    r"^\s*(?:which|what)\s+(?:of\s+the\s+following\s+)?(?:option|statement|sentence|"
+    r"description|choice|one)?s?\s*(?:of\s+the\s+following\s+)?(?:is|are|best|most)\b",
+    re.IGNORECASE,
+)
+_SUMMARY_OPTION = re.compile(
+    rf"^(?:\(?[A-Z][.):]?\)?\s*)?(?:{_WHOLE}|it)\s+(?:is\s+|was\s+)?(?:mainly\s+|mostly\s+|"
+    r"primarily\s+|largely\s+)?(?:about|shows|discusses|focuses|covers|depicts|explains|"
+    r"describes|presents|demonstrates|documents|follows|introduces|teaches|reviews)\b",
+    re.IGNORECASE,
 )
 
 
 def is_global_question(question: str, options: Sequence[str] = ()) -> bool:
-    """Main-idea, title and summary questions may stop above the leaf level.
+    """Main-idea, title and summary questions about the whole video may stop above the leaf.
 
-    Only the question is read: options of detail questions often contain words like
-    "summary" without making the question itself global.
+    The question decides when it names the video's gist ("the purpose of the video", "the
+    theme of this video", "a suitable title"); a gist word about something else ("the
+    overall score", "the title of the book") does not count. A question that points at a
+    moment ("at 12:30", "after ...", "how many") is local. A generic question ("Which of
+    the following is true?") is global when most options describe the whole video ("The
+    video mainly discusses ...").
     """
-    return bool(_GLOBAL_PATTERNS.search(question))
+    if _GLOBAL_QUESTION.search(question) and not _LOCAL_CUE.search(question):
+        return True
+    if options and _GENERIC_QUESTION.search(question) and not _LOCAL_CUE.search(question):
+        summaries = sum(bool(_SUMMARY_OPTION.search(option.strip())) for option in options)
+        return summaries * 2 > len(options)
+    return False
 
 
 # --------------------------------------------------------------------------- decisions
@@ -96,7 +143,8 @@ def validate_decision(
     template_type = raw.template_type if raw.template_type in INSTRUCTION_TYPES else None
     if level == "super" and raw.template_type and template_type is None:
         notes.append(f"unknown instruction type {raw.template_type!r} dropped")
-    instruction = (raw.next_instruct or "").strip() or None
+    # The instruction reaches the next agent and the Answer agent's trace: no steering.
+    instruction = strip_option_steering(raw.next_instruct or "").strip() or None
     selected: tuple[str, ...] = ()
     used_fallback = False
     if not stop:
@@ -177,28 +225,78 @@ def _normalize_line(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-_LINE_PREFIX = re.compile(r"^\s*\[[^\]]*\]\s*")
+_CLOCK = r"\d{1,2}(?::\d{2}){1,2}(?:[.,]\d+)?"
+_QUOTED_TIME = re.compile(
+    rf"^\s*[\[(]?\s*({_CLOCK})\s*(?:(?:-|–|—|~|to|-->)\s*({_CLOCK}))?\s*[\])]?\s*[:\-–—]?\s*"
+)
+
+
+def _clock_seconds(text: str) -> float:
+    parts = [float(p.replace(",", ".")) for p in text.split(":")]
+    seconds = 0.0
+    for part in parts:
+        seconds = seconds * 60 + part
+    return seconds
+
+
+def _comparable(text: str) -> str:
+    """Text as compared for "verbatim": case, punctuation and spacing do not count."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
+@dataclass(frozen=True)
+class QuotedEvidence:
+    """Transcript lines a model quoted, placed at their true times; what could not be placed."""
+
+    lines: tuple[TranscriptLine, ...]
+    unmatched: tuple[str, ...] = ()
 
 
 def match_evidence_lines(
-    evidence: str, transcript: Sequence[TranscriptLine]
-) -> list[TranscriptLine]:
+    evidence: str,
+    transcript: Sequence[TranscriptLine],
+    *,
+    windows: Sequence[Span] | None = None,
+    tolerance_s: float = 2.0,
+) -> QuotedEvidence:
     """Transcript lines the model quoted in ``evidence``, with their true timestamps.
 
-    A quoted line counts only if its text (timestamp prefix aside) equals a transcript
-    line's text; paraphrases and invented lines are dropped, so the memory only ever holds
-    words that were actually said, at the time they were said.
+    A quoted line counts only if its words equal a transcript line's words (case,
+    punctuation, brackets and spacing aside) and, when the quote carries a timestamp, that
+    line starts within ``tolerance_s`` of it: a line said several times ("Yeah.") is placed
+    where the quote says, not everywhere it occurs. A quote without a timestamp counts only
+    when its words occur once. Lines outside ``windows`` (the stretches that were actually
+    transcribed) never count. Paraphrases, invented lines and wrong times are returned in
+    ``unmatched``, so the memory only ever holds words that were said, when they were said.
     """
+    pool = [
+        line
+        for line in transcript
+        if windows is None or any(line.start_s <= e and s <= line.end_s for s, e in windows)
+    ]
     by_text: dict[str, list[TranscriptLine]] = {}
-    for line in transcript:
-        by_text.setdefault(_normalize_line(line.text), []).append(line)
+    for line in pool:
+        by_text.setdefault(_comparable(line.text), []).append(line)
     found: list[TranscriptLine] = []
+    unmatched: list[str] = []
     for raw in evidence.splitlines():
-        text = _normalize_line(_LINE_PREFIX.sub("", raw))
-        for line in by_text.get(text, []):
-            if line not in found:
-                found.append(line)
-    return sorted(found, key=lambda line: line.start_s)
+        if not raw.strip():
+            continue
+        match = _QUOTED_TIME.match(raw)
+        quoted_start = _clock_seconds(match.group(1)) if match else None
+        text = raw[match.end() :] if match else raw
+        candidates = by_text.get(_comparable(text), [])
+        if quoted_start is not None:
+            candidates = [c for c in candidates if abs(c.start_s - quoted_start) <= tolerance_s]
+        if len(candidates) == 1 or (quoted_start is not None and candidates):
+            best = min(candidates, key=lambda c: abs(c.start_s - (quoted_start or c.start_s)))
+            if best not in found:
+                found.append(best)
+        else:
+            unmatched.append(raw.strip())
+    return QuotedEvidence(
+        lines=tuple(sorted(found, key=lambda line: line.start_s)), unmatched=tuple(unmatched)
+    )
 
 
 def assign_lines_to_spans(
@@ -225,100 +323,6 @@ def assign_lines_to_spans(
     return assigned
 
 
-# --------------------------------------------------------------------------- option steering
-
-# Words match in any case, option letters only in upper case: "supports a theory" is plain
-# English, "supports A" is steering.
-_LETTER = r"\(?[A-H]\)?(?![A-Za-z])"
-_NAMED = rf"(?i:option|choice|answer)\s+{_LETTER}"
-_MAYBE_NAMED = rf"(?:(?i:option|choice|answer)\s+)?{_LETTER}"
-_STEERING_PHRASES = (
-    rf"\b(?i:consistent|inconsistent|in\s+line|aligned)\s+(?i:with)\s+{_MAYBE_NAMED}",
-    rf"\b(?i:supports?|supporting|favou?rs?|confirms?|indicates?|suggests?)\s+{_NAMED}",
-    rf"\b(?i:points?\s+(?:to|towards?))\s+{_MAYBE_NAMED}",
-    rf"\b(?i:supports?|favou?rs?)\s+{_LETTER}",
-    rf"\b(?i:(?:more|most|less|least)\s+likely\s+(?:to\s+be\s+)?){_MAYBE_NAMED}",
-    r"\b(?i:(?:correct|right|best|final)\s+(?:answer|option|choice)\s+(?:is|would|appears|must))",
-    r"\b(?i:the\s+answer\s+(?:is|would\s+be|must\s+be))\b",
-    rf"\b{_NAMED}\s+(?i:(?:is|seems|appears|looks)\s+(?:\w+\s+)?"
-    r"(?:correct|right|wrong|incorrect|likely|unlikely|supported|best))",
-    rf"\b(?i:rules?\s+out)\s+{_NAMED}",
-)
-_STEERING = re.compile("|".join(_STEERING_PHRASES))
-_SENTENCE = re.compile(r"[^.!?;\n]+(?:[.!?;]+|\n|$)")
-
-
-def contains_option_steering(text: str) -> bool:
-    return bool(_STEERING.search(text))
-
-
-def strip_option_steering(text: str) -> str:
-    """Drop every sentence that leans toward an answer option; keep the rest verbatim."""
-    if not text or not contains_option_steering(text):
-        return text
-    kept = [s for s in _SENTENCE.findall(text) if not contains_option_steering(s)]
-    return re.sub(r"[ \t]{2,}", " ", "".join(kept)).strip()
-
-
-# --------------------------------------------------------------------------- answers
-
-_LETTER_PATTERNS = (
-    re.compile(r"^\s*\(?([A-Ha-h])\)?\s*[.):]?\s*$"),  # "B", "(b)", "B."
-    re.compile(r"^\s*\(?([A-H])(?:\)|\s*[.):,])"),  # "B. Blue", "(B) Blue", "B) Blue"
-    re.compile(r"\b(?:answer|option|choice)\s*(?:is|:)?\s*\(?([A-H])\)?(?![A-Za-z])", re.I),
-    re.compile(r"\(([A-H])\)"),
-)
-_REASONING_ANSWER = re.compile(r"\banswer\s*(?:is|:)\s*\(?([A-H])\)?(?![A-Za-z])", re.I)
-
-
-@dataclass(frozen=True)
-class AnswerChoice:
-    letter: str
-    source: Literal["answer", "option_text", "reasoning", "fallback"]
-    notes: tuple[str, ...] = field(default=())
-
-
-def option_letters(options: Sequence[str]) -> list[str]:
-    letters = []
-    for index, option in enumerate(options):
-        match = re.match(r"^\s*\(?([A-Ha-h])[.):]", option)
-        letters.append(match.group(1).upper() if match else "ABCDEFGH"[index])
-    return letters
-
-
-def _option_body(option: str) -> str:
-    return _normalize_line(re.sub(r"^\s*\(?[A-Ha-h][.):]\s*", "", option)).lower()
-
-
-def extract_answer_letter(
-    answer: str | None, reasoning: str | None, options: Sequence[str]
-) -> AnswerChoice:
-    """One valid option letter, always; ``source`` says how sure we are.
-
-    Tried in order: the answer is a letter or starts with one ("B", "(B)", "B. Blue"), a
-    letter named in the answer ("the answer is B"), the answer equals an option's text, the
-    last "answer is X" in the reasoning; otherwise the first option (``source="fallback"``),
-    so every question gets exactly one answer and the fallback is countable in reports.
-    """
-    letters = option_letters(options) or ["A"]
-    valid = set(letters)
-    answer = answer or ""
-    for pattern in _LETTER_PATTERNS:
-        match = pattern.search(answer)
-        if match and match.group(1).upper() in valid:
-            return AnswerChoice(match.group(1).upper(), "answer")
-    body = _normalize_line(answer).lower().rstrip(".")
-    if body:
-        for letter, option in zip(letters, options, strict=False):
-            if body == _option_body(option).rstrip("."):
-                return AnswerChoice(letter, "option_text")
-    named = [m.group(1).upper() for m in _REASONING_ANSWER.finditer(reasoning or "")]
-    named = [letter for letter in named if letter in valid]
-    if named:
-        return AnswerChoice(named[-1], "reasoning")
-    return AnswerChoice(letters[0], "fallback", (f"no option letter in {answer!r}",))
-
-
 # --------------------------------------------------------------------------- memory text
 
 
@@ -331,6 +335,24 @@ def compress_text(text: str, max_chars: int = 160) -> str:
         return sentence
     cut = sentence[:max_chars].rsplit(" ", 1)[0]
     return cut.rstrip(",;:") + "…"
+
+
+IRRELEVANT_SUMMARY_CHARS = 10
+
+
+def tiny_summary(text: str, max_chars: int = IRRELEVANT_SUMMARY_CHARS) -> str:
+    """The very short summary an irrelevant Macro/Subgraph node becomes (Appendix B.3: at
+    most 10 characters), enforced whatever length the update tool returned."""
+    text = _normalize_line(text).strip(" .,;:")
+    if len(text) <= max_chars:
+        return text
+    kept = ""
+    for word in text.split(" "):
+        candidate = f"{kept} {word}".strip()
+        if len(candidate) > max_chars:
+            break
+        kept = candidate
+    return kept.rstrip(",;:") if kept else text[: max_chars - 1] + "…"
 
 
 def compose_protected_text(
@@ -382,3 +404,22 @@ def question_anchors(question: str, *, max_anchors: int = 4) -> list[str]:
     for anchor in anchors:
         seen.setdefault(anchor.casefold(), anchor)
     return list(seen.values())[:max_anchors]
+
+
+def clean_anchors(
+    anchors: Sequence[str], options: Sequence[str] = (), *, max_anchors: int = 4
+) -> list[str]:
+    """The Overview agent's atomic anchors, made safe to search with.
+
+    Empty, duplicate (case-insensitive) and over-long anchors are dropped, and so is any
+    anchor that is an option's own text: localization follows the question, and searching
+    for an option would make the locator confirm whatever that option claims.
+    """
+    bodies = {option_body(o).casefold() for o in options}
+    kept: dict[str, str] = {}
+    for anchor in anchors:
+        text = _normalize_line(str(anchor)).strip(" \"'.?!")
+        if not text or len(text) > 120 or text.casefold() in bodies:
+            continue
+        kept.setdefault(text.casefold(), text)
+    return list(kept.values())[:max_anchors]

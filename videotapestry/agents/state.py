@@ -58,6 +58,8 @@ class Observation(_Model):
     result: str = ""
     uncertainty: str = ""
     evidence_lines: list[tuple[float, float, str]] = Field(default_factory=list)
+    #: Quoted lines that matched no transcript line at their stated time (dropped).
+    unmatched_evidence: list[str] = Field(default_factory=list)
     transcript_lines: int = 0
     error: str | None = None
 
@@ -66,15 +68,42 @@ class Observation(_Model):
         return self.error is None and bool(self.result.strip())
 
 
+DegradationKind = Literal[
+    "visual_lost",  # frames could not be decoded, or the visual observation call failed
+    "asr_lost",  # no transcript (Whisper failed, subtitles missing) or the ASR call failed
+    "call_fallback",  # a planning, update or decision call failed and took its fallback
+    "update_rejected",  # some entries of an update reply were unusable; originals kept
+    "answer_fallback",  # the Answer agent gave no usable letter: the letter is a guess
+]
+
+
+class Degradation(_Model):
+    """Something that made this question's run differ from the method (SPEC §7a).
+
+    A run with degradations still has an answer, but a researcher comparing it with the
+    paper must know what was lost, where and why; ``ask`` prints each one and exits with a
+    distinct status, reports count them.
+    """
+
+    kind: DegradationKind
+    level: str  # super | macro | subgraph | answer | setup
+    what: str
+    why: str
+
+    def render(self) -> str:
+        return f"{self.level}: {self.what} ({self.kind}): {self.why}"
+
+
 class LevelCalls(_Model):
     """Tool calls spent at one level, against ``agents.level_limits``."""
 
     observations: int = 0
     updates: int = 0
+    locators: int = 0
 
     @property
     def tool_calls(self) -> int:
-        return self.observations + self.updates
+        return self.observations + self.updates + self.locators
 
 
 class LevelOutcome(_Model):
@@ -98,6 +127,7 @@ class LevelOutcome(_Model):
     evidence_selection: dict[str, Any] | None = None
     calls: LevelCalls = Field(default_factory=LevelCalls)
     notes: list[str] = Field(default_factory=list)
+    degraded: list[Degradation] = Field(default_factory=list)
 
 
 class HandoffEntry(_Model):

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 
 from videotapestry.agents.context import RunContext
+from videotapestry.agents.options import strip_option_steering
 from videotapestry.agents.rules import match_evidence_lines
 from videotapestry.agents.state import ImageRef, Level, Observation
 from videotapestry.asr import TranscriptLine, format_transcript
@@ -36,7 +37,7 @@ def _refs(images: Sequence[ImagePart]) -> list[ImageRef]:
 
 
 async def observe_overview_grids(
-    ctx: RunContext, window: TimeWindow, instruction: str, *, agent: str
+    ctx: RunContext, window: TimeWindow, instruction: str, *, agent: str, source_id: str = "V1"
 ) -> Observation:
     """Up to 120 frames from one continuous window, in 3x2 timestamp-labelled grids."""
     config = ctx.config
@@ -44,7 +45,7 @@ async def observe_overview_grids(
     record = Observation(
         kind="visual",
         level="super",
-        source_id="V1",
+        source_id=source_id,
         instruction=instruction,
         windows=[(window.start_s, window.end_s)],
     )
@@ -125,18 +126,21 @@ async def _ask_visual(
             raise
         return record.model_copy(update={"error": str(exc)})
     return record.model_copy(
-        update={"result": reply.observation_result, "uncertainty": reply.uncertainty}
+        update={
+            "result": strip_option_steering(reply.observation_result).strip(),
+            "uncertainty": strip_option_steering(reply.uncertainty).strip(),
+        }
     )
 
 
 async def observe_speech(
-    ctx: RunContext, windows: Sequence[TimeWindow], instruction: str
+    ctx: RunContext, windows: Sequence[TimeWindow], instruction: str, *, source_id: str = "A1"
 ) -> tuple[Observation, list[TranscriptLine]]:
     """Transcript of the windows, read by a model that never sees the question or options."""
     record = Observation(
         kind="asr",
         level="super",
-        source_id="A1",
+        source_id=source_id,
         instruction=instruction,
         windows=[(w.start_s, w.end_s) for w in windows],
     )
@@ -159,12 +163,15 @@ async def observe_speech(
         if not exc.recoverable:
             raise
         return record.model_copy(update={"error": str(exc)}), lines
-    quoted = match_evidence_lines(reply.asr_evidence, lines)
+    quoted = match_evidence_lines(
+        reply.asr_evidence, lines, windows=[(w.start_s, w.end_s) for w in windows]
+    )
     return (
         record.model_copy(
             update={
-                "result": reply.observation_result,
-                "evidence_lines": [(line.start_s, line.end_s, line.text) for line in quoted],
+                "result": strip_option_steering(reply.observation_result).strip(),
+                "evidence_lines": [(line.start_s, line.end_s, line.text) for line in quoted.lines],
+                "unmatched_evidence": list(quoted.unmatched),
             }
         ),
         lines,

@@ -12,6 +12,7 @@ and translation of SDK exceptions into our typed errors.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import openai
@@ -27,6 +28,7 @@ from videotapestry.errors import (
     ModelServerError,
     ModelTimeoutError,
 )
+from videotapestry.llm.monitor import monitored_http_client
 from videotapestry.llm.types import Message, ModelRequest, ModelResponse, TokenUsage
 
 #: The order in which ``json_mode: auto`` tries output modes; the last always works.
@@ -40,7 +42,11 @@ class OpenAICompatibleClient:
     """One endpoint (base URL + key). Remembers which JSON modes the server rejected."""
 
     def __init__(self, *, base_url: str | None, api_key: str) -> None:
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key)
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key,
+            http_client=monitored_http_client(openai.DefaultAsyncHttpxClient),
+        )
         self.endpoint = str(self._client.base_url).rstrip("/")
         self._rejected_modes: set[str] = set()
 
@@ -159,8 +165,18 @@ class OpenAICompatibleClient:
                 return ModelServerError(
                     f"{where} failed with HTTP {exc.status_code} {retries}: {detail}", **kwargs
                 )
+            if _request_specific(exc.status_code, detail):
+                return ModelRequestError(
+                    f"{where} was rejected with HTTP {exc.status_code}: {detail}",
+                    recoverable=True,
+                    **kwargs,
+                )
             return ModelRequestError(
-                f"{where} was rejected with HTTP {exc.status_code}: {detail}", **kwargs
+                f"{where} was rejected with HTTP {exc.status_code}: {detail}. This comes from "
+                "the configuration (model name, base_url or a request parameter) and every "
+                f"call would fail the same way; check models.roles.{request.role} / "
+                "models.default",
+                **kwargs,
             )
         return ModelCallError(f"{where} failed: {exc}", **kwargs)
 
@@ -187,6 +203,19 @@ def _response_format(mode: str, request: ModelRequest) -> dict[str, Any] | None:
         "type": "json_schema",
         "json_schema": {"name": spec.name, "schema": spec.schema, "strict": False},
     }
+
+
+#: Rejections caused by one request's content, not by the configuration (HTTP 400 only).
+_REQUEST_SPECIFIC = re.compile(
+    r"context.?length|context.?window|maximum context|too many tokens|too long|"
+    r"token limit|content.?(?:policy|filter|management)|safety|flagged|"
+    r"invalid image|image.*(?:too large|could not|cannot be)|unsupported image",
+    re.IGNORECASE,
+)
+
+
+def _request_specific(status: int, detail: str) -> bool:
+    return status == 400 and bool(_REQUEST_SPECIFIC.search(detail))
 
 
 def _rejects_response_format(exc: openai.APIStatusError) -> bool:

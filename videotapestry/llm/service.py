@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import weakref
 from collections.abc import Sequence
@@ -23,7 +24,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from videotapestry.config import MODEL_ROLES, Config
-from videotapestry.errors import ImageLimitError, ModelCallError, StructuredOutputError
+from videotapestry.errors import (
+    ImageLimitError,
+    ModelAuthError,
+    ModelCallError,
+    StructuredOutputError,
+)
 from videotapestry.llm.cache import ResponseCache, request_key
 from videotapestry.llm.client import (
     ClientFactory,
@@ -32,6 +38,7 @@ from videotapestry.llm.client import (
     endpoint_identity,
     lookup_factory,
 )
+from videotapestry.llm.monitor import CURRENT_CALL, CallMonitor, Report
 from videotapestry.llm.structured import (
     OutputParseError,
     json_schema_for,
@@ -77,15 +84,50 @@ class ModelService:
             weakref.WeakKeyDictionary()
         )
 
-    def session(self, trace: Trace | None = None) -> ModelSession:
-        """A per-question handle with its own trace and usage ledger."""
+    def session(
+        self, trace: Trace | None = None, *, progress: Report | None = None
+    ) -> ModelSession:
+        """A per-question handle with its own trace and usage ledger.
+
+        ``progress`` receives "waiting" events while a call is open longer than
+        ``models.wait_report_s`` and "retry" events when the SDK retries it.
+        """
         if trace is None:
             trace = Trace(secrets=self.secrets())
-        return ModelSession(self, trace=trace, usage=UsageLedger())
+        return ModelSession(self, trace=trace, usage=UsageLedger(), progress=progress)
+
+    def check_credentials(self, roles: Sequence[str] = MODEL_ROLES) -> None:
+        """Fail fast, before any model or memory loads, when a role's API key is not set.
+
+        Only providers that read a key from the environment are checked (the OpenAI-compatible
+        client); the message says which variable to export.
+        """
+        for role in roles:
+            settings = self.config.models.settings_for(role)
+            if settings.provider == "openai" and not os.environ.get(settings.api_key_env):
+                where = settings.base_url or os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
+                raise ModelAuthError(
+                    f"environment variable {settings.api_key_env} is not set (needed by the "
+                    f"{role} role, model {settings.model}); export the API key for {where} "
+                    "there (local servers usually accept any value, e.g. EMPTY)",
+                    role=role,
+                    endpoint=where,
+                )
 
     def secrets(self) -> list[str]:
         names = {self.config.models.settings_for(role).api_key_env for role in MODEL_ROLES}
         return secrets_from_env(names)
+
+    def endpoint_for(self, role: str) -> str:
+        """The URL ``role``'s calls really go to (base_url, OPENAI_BASE_URL or the default).
+
+        Needs a running event loop: clients belong to the loop that made them.
+        """
+        request = ModelRequest(
+            role=role, messages=(), settings=self.config.models.settings_for(role)
+        )
+        client, _ = self._client(request)
+        return client.endpoint
 
     async def aclose(self) -> None:
         state = self._loops.pop(asyncio.get_running_loop(), None)
@@ -120,7 +162,7 @@ class ModelService:
             )
         return client, limit
 
-    async def _send(self, request: ModelRequest) -> ModelResponse:
+    async def _send(self, request: ModelRequest, progress: Report | None = None) -> ModelResponse:
         cap = self.config.images.max_per_call
         if request.image_count > cap:
             raise ImageLimitError(
@@ -136,20 +178,51 @@ class ModelService:
                 return cached
         async with limit:
             started = time.perf_counter()
-            response = await client.complete(request)
+            response = await self._watched(client, request, progress)
             response.latency_s = time.perf_counter() - started
         if key is not None and self.cache is not None and response.text.strip():
             await asyncio.to_thread(self.cache.put, key, request, response)
         return response
 
+    async def _watched(
+        self, client: ModelClient, request: ModelRequest, progress: Report | None
+    ) -> ModelResponse:
+        """The client call, with "waiting" reports every ``wait_report_s`` while it is open."""
+        if progress is None:
+            return await client.complete(request)
+        monitor = CallMonitor(role=request.role, level=request.level, report=progress)
+        token = CURRENT_CALL.set(monitor)
+        try:
+            call = asyncio.ensure_future(client.complete(request))  # copies the context
+        finally:
+            CURRENT_CALL.reset(token)
+        interval = self.config.models.wait_report_s
+        try:
+            while not call.done():
+                await asyncio.wait({call}, timeout=interval)
+                if not call.done():
+                    monitor.event("waiting")
+            return call.result()
+        finally:
+            if not call.done():
+                call.cancel()
+
 
 class ModelSession:
     """One question's access to the models."""
 
-    def __init__(self, service: ModelService, *, trace: Trace, usage: UsageLedger) -> None:
+    def __init__(
+        self,
+        service: ModelService,
+        *,
+        trace: Trace,
+        usage: UsageLedger,
+        progress: Report | None = None,
+    ) -> None:
         self.service = service
         self.trace = trace
         self.usage = usage
+        self.progress = progress
 
     def request(
         self,
@@ -229,6 +302,13 @@ class ModelSession:
                 role=request.role,
             ) from None
 
+    def _report(self, event: dict[str, Any]) -> None:
+        if self.progress is not None:
+            try:
+                self.progress(event)
+            except Exception as exc:  # a display must never break a call
+                log.warning("progress callback failed: %s", exc)
+
     async def send(self, request: ModelRequest) -> ModelResponse:
         response, _ = await self._send_traced(request)
         return response
@@ -236,7 +316,7 @@ class ModelSession:
     async def _send_traced(self, request: ModelRequest) -> tuple[ModelResponse, TraceEvent]:
         started = time.time()
         try:
-            response = await self.service._send(request)
+            response = await self.service._send(request, self._report)
         except ModelCallError as exc:
             self._account(request, None, started, error=exc)
             raise

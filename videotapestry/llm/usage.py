@@ -59,10 +59,17 @@ class UsageSummary:
         else:
             self.cost_usd += record.cost_usd
 
+    @property
+    def cost_known(self) -> bool:
+        """False when some call's model has no price: the total is then unknown."""
+        return self.unpriced_calls == 0
+
     def to_dict(self) -> dict:
         data = asdict(self)
         data["latency_s"] = round(self.latency_s, 4)
-        data["cost_usd"] = round(self.cost_usd, 6)
+        # An unpriced call makes the total unknown: report null, never a misleading 0.0.
+        data["cost_usd"] = round(self.cost_usd, 6) if self.cost_known else None
+        data["priced_cost_usd"] = round(self.cost_usd, 6)
         data["by_role"] = {role: summary.to_dict() for role, summary in self.by_role.items()}
         if not self.by_role:
             del data["by_role"]

@@ -4,7 +4,10 @@ Tests and benchmarks serve it from the fake OpenAI-compatible server, so the age
 code paths (prompts, HTTP, parsing, validation, fallbacks) run without a model. Replies are
 computed from the request itself (ids are read from the prompt text) and any prompt's reply
 can be overridden with a fixed reply or a function of the request. It knows nothing about
-video content: it is a harness, not a model.
+video content: it is a harness, not a model. Its observations report ``display`` (what the
+"oven display" shows), and its Answer agent picks the option whose text the composite
+memory it is sent mentions most, so a test can show that what was observed, stored and
+assembled is what decides the answer.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ def ids_in(text: str, prefix: str = "macro_") -> list[str]:
 class ScriptedModel:
     """``server.on(None, ScriptedModel(...))``: defaults per prompt, overrides by prompt name."""
 
-    def __init__(self, **overrides: Override) -> None:
+    def __init__(self, display: str = "220°C", **overrides: Override) -> None:
+        self.display = display
         self.overrides = overrides
         #: Ids the decisions select when the request lists them (else the first listed id).
         self.super_choice = ["super_02"]
@@ -47,6 +51,9 @@ class ScriptedModel:
         if override is not None:
             return override(request) if callable(override) else override
         return getattr(self, f"_{name}")(request)
+
+    def _locator_anchors(self, request: RecordedRequest) -> dict:
+        return {"thought": "The oven and its setting.", "anchors": ["oven", "temperature"]}
 
     def _overview_planning(self, request: RecordedRequest) -> dict:
         return {
@@ -68,7 +75,7 @@ class ScriptedModel:
 
     def _visual_observation(self, request: RecordedRequest) -> dict:
         return {
-            "observation_result": f"The oven display shows 220°C at 10:15. {STEERING}",
+            "observation_result": f"The oven display shows {self.display} at 10:15. {STEERING}",
             "uncertainty": "",
             "relevance_to_question": "It shows the temperature.",
         }
@@ -88,7 +95,9 @@ class ScriptedModel:
             refs = item["source_refs"]
             updates[item["memory_id"]] = {
                 "is_relevant": bool(refs),
-                "visual_observation": f"Display reads 220°C. {STEERING}" if "V1" in refs else "",
+                "visual_observation": f"Display reads {self.display}. {STEERING}"
+                if "V1" in refs
+                else "",
                 "asr_observation": "The chef mentions the oven." if "A1" in refs else "",
                 "irrelevant_summary": "" if refs else f"Summary of {item['memory_id']}.",
             }
@@ -106,10 +115,12 @@ class ScriptedModel:
         }
 
     def _level_update(self, request: RecordedRequest) -> dict:
-        ids = ids_in(section(request.text, "Memories to rewrite:", "Observations at this level:"))
+        ids = ids_in(
+            section(request.text, "Memories to rewrite:", "Observations at this level:"), ""
+        )
         return {
             "updated_memories": {
-                i: {"updated_text": f"Refined {i}: the display shows 220°C. {STEERING}"}
+                i: {"updated_text": f"Refined {i}: the display shows {self.display}. {STEERING}"}
                 for i in ids
             }
         }
@@ -129,8 +140,39 @@ class ScriptedModel:
             "template_type": "identity" if level == "super" else None,
         }
 
+    def _controller(self, request: RecordedRequest) -> dict:
+        """The single-agent controller: look, listen, rewrite, open, look closer, rewrite."""
+        done = section(request.text, "What you have done so far:", "Left:").strip()
+        count = 0 if done.startswith("(nothing yet)") else len(done.splitlines())
+        script = [
+            {"action": "observe_visual", "mode": "grids", "time_ranges": [[600, 640]],
+             "instruction": "Read the oven display."},
+            {"action": "observe_asr", "time_ranges": [[600, 700]],
+             "instruction": "What temperature is mentioned?"},
+            {"action": "update", "level": "super", "memory_ids": self.super_choice,
+             "instruction": "Add the oven setting."},
+            {"action": "expand", "memory_ids": self.macro_choice,
+             "instruction": "Find the oven display."},
+            {"action": "observe_visual", "mode": "frames", "memory_ids": self.macro_choice,
+             "time_ranges": [[610, 640]], "instruction": "Read the oven display."},
+            {"action": "update", "level": "subgraph", "memory_ids": self.macro_choice,
+             "instruction": "Add the reading."},
+            {"action": "finish"},
+        ]  # fmt: skip
+        step = script[min(count, len(script) - 1)]
+        return {"thought": f"step {count + 1}", "memory_ids": [], "time_ranges": [], **step}
+
     def _final_answer(self, request: RecordedRequest) -> dict:
-        return {"reasoning": "The display shows 220°C.", "answer": "B"}
+        """The option the memory mentions most; no mention at all gives no usable letter."""
+        memory = section(request.text, "Video memory:")
+        options = re.findall(
+            r"^\(?([A-Z])[.)]\s*(.+)$", section(request.text, "Options:", "Search trace:"), re.M
+        )
+        counts = {letter: memory.count(body.strip()) for letter, body in options}
+        if not counts or max(counts.values()) == 0:
+            return {"reasoning": "The memory names none of the options.", "answer": "unknown"}
+        letter = max(counts, key=lambda key: counts[key])  # ties: the earlier option
+        return {"reasoning": f"The memory mentions option {letter}'s value.", "answer": letter}
 
     def _direct_answer(self, request: RecordedRequest) -> dict:
         return {"reasoning": "Frames show an oven.", "answer": "B"}

@@ -1,0 +1,411 @@
+"""The Single Agent ablation (paper Table 3(a)): one controller instead of three agents.
+
+The paper replaces the scale-aligned Overview, Skim and Focus agents "with one controller
+under the same model- and tool-call budgets". Here that controller sees the whole hierarchy
+in one context (every SuperEvent, every MacroEvent, and the evidence of each MacroEvent it
+opened) and, step by step, chooses what to look at (frame grids over a long window, single
+frames, transcript windows), what to rewrite and which MacroEvents to open, until it
+finishes or its budget is spent. Its budgets are the three levels' combined ones: at most
+``agents.single_agent.max_steps`` controller calls (the planning and decision calls of the
+three agents) and 3 x ``agents.level_limits`` tool calls.
+
+The tools, the evidence selection (PACE-Mem when a MacroEvent is opened), the verbatim
+transcript placement and the final assembly are the method's own; only the organization
+into scale-aligned agents is gone. The outcome is expressed as the three levels' outcomes,
+so ``assemble`` builds the composite memory exactly as for the full method.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from videotapestry.agents.context import LevelBudget, RunContext
+from videotapestry.agents.detail import focus_memories, rewrite_nodes
+from videotapestry.agents.level import (
+    LevelLog,
+    call_or_fallback,
+    clean,
+    labelled_text,
+    level_variables,
+    memories_text,
+)
+from videotapestry.agents.overview import locator_text
+from videotapestry.agents.rules import (
+    assign_lines_to_spans,
+    compose_protected_text,
+    question_anchors,
+)
+from videotapestry.agents.state import (
+    SINGLE_AGENT_NAME,
+    HandoffEntry,
+    Level,
+    LevelCalls,
+    LevelOutcome,
+    Observation,
+    QuestionInput,
+)
+from videotapestry.agents.tools import observe_frames, observe_overview_grids, observe_speech
+from videotapestry.asr import TranscriptLine
+from videotapestry.config import LevelLimits
+from videotapestry.memory.serialize import serialize_root
+from videotapestry.schemas import ControllerStep
+from videotapestry.timecode import format_range
+from videotapestry.video import asr_windows, observation_windows, visual_window
+
+LEVELS_COVERED = 3
+
+
+@dataclass
+class _Controller:
+    """What the controller has seen and written so far."""
+
+    texts: dict[str, str]
+    static: dict[str, str]
+    opened: list[str] = field(default_factory=list)
+    touched_macros: list[str] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
+    trajectory: list[str] = field(default_factory=list)
+    handoff: list[HandoffEntry] = field(default_factory=list)
+    selections: dict[str, dict] = field(default_factory=dict)
+
+    def source_id(self, kind: str) -> str:
+        prefix = "V" if kind == "visual" else "A"
+        return f"{prefix}{sum(o.kind == kind for o in self.observations) + 1}"
+
+
+def combined_limits(limits: LevelLimits) -> LevelLimits:
+    return LevelLimits(
+        max_observations=limits.max_observations * LEVELS_COVERED,
+        max_updates=limits.max_updates * LEVELS_COVERED,
+        max_calls=limits.max_calls * LEVELS_COVERED,
+    )
+
+
+async def run_controller(
+    ctx: RunContext, question: QuestionInput
+) -> tuple[list[LevelOutcome], list[HandoffEntry]]:
+    config = ctx.config
+    memory = ctx.memory
+    limits = combined_limits(config.agents.level_limits)
+    budget = LevelBudget(limits)
+    log = LevelLog("controller")
+    max_steps = config.agents.single_agent.max_steps
+    static = {s.id: labelled_text(s.label, s.description) for s in memory.super_events()}
+    static |= {m.id: labelled_text(m.label, m.summary) for m in memory.macro_events()}
+    state = _Controller(texts=dict(static), static=dict(static))
+    located = (
+        ctx.locator.locate(question_anchors(question.question)) if ctx.locator is not None else None
+    )
+    steps = 0
+    finished = False
+    while steps < max_steps and not finished:
+        steps += 1
+        ctx.report(level="controller", step=f"step {steps}", agent=SINGLE_AGENT_NAME)
+        step, ok = await call_or_fallback(
+            ctx,
+            "controller",
+            "controller",
+            ControllerStep,
+            ControllerStep(action="finish"),
+            level="controller",
+            log=log,
+            question=question.question,
+            options=question.options,
+            video_duration=round(ctx.duration_s, 1),
+            global_summary=serialize_root(memory).text,
+            locator_results=locator_text(located),
+            hierarchy=_hierarchy_text(ctx, state),
+            trajectory="\n".join(state.trajectory),
+            limits={**limits.model_dump(), "max_steps": max_steps},
+            left={
+                "steps": max_steps - steps + 1,
+                "observations": limits.max_observations - budget.observations,
+                "updates": limits.max_updates - budget.updates,
+                "calls": budget.left(),
+            },
+            min_window_s=config.agents.overview.min_window_s,
+            max_frames=config.agents.focus.max_frames,
+            max_asr_windows=config.asr.max_windows,
+            asr_min_s=config.asr.min_window_s,
+            asr_max_s=config.asr.max_window_s,
+        )
+        finished = await _act(ctx, question, step, state, budget, log) or not ok
+    if not finished:
+        log.note(f"the controller used all {max_steps} steps without finishing")
+    state.handoff.append(
+        HandoffEntry(
+            agent=SINGLE_AGENT_NAME,
+            level="subgraph" if state.opened else "super",
+            instruction=None,
+            stop=True,
+        )
+    )
+    calls = LevelCalls(observations=budget.observations, updates=budget.updates)
+    return _outcomes(ctx, state, calls, log, steps), state.handoff
+
+
+async def _act(
+    ctx: RunContext,
+    question: QuestionInput,
+    step: ControllerStep,
+    state: _Controller,
+    budget: LevelBudget,
+    log: LevelLog,
+) -> bool:
+    """Carry out one action; True when the controller is done."""
+    memory = ctx.memory
+    instruction = clean(step.instruction)
+    known = [i for i in step.memory_ids if i in state.texts or i in state.opened]
+    unknown = [i for i in step.memory_ids if i not in known]
+    if unknown:
+        state.trajectory.append(f"ignored unknown ids {unknown}")
+    if step.action == "finish":
+        state.trajectory.append("finish")
+        return True
+    if step.action == "expand":
+        macros = _macro_targets(ctx, known)
+        new = [m for m in macros if m not in state.opened]
+        if not new:
+            state.trajectory.append("expand: no new MacroEvent to open")
+            return False
+        opened = focus_memories(ctx, new, question, instruction or None)
+        for macro_id in new:
+            state.opened.append(macro_id)
+            state.texts[f"evidence:{macro_id}"] = opened.texts[macro_id]
+            state.static[f"evidence:{macro_id}"] = opened.texts[macro_id]
+            if macro_id not in state.touched_macros:
+                state.touched_macros.append(macro_id)
+        if opened.selection:
+            state.selections[",".join(new)] = opened.selection
+        state.handoff.append(
+            HandoffEntry(
+                agent=SINGLE_AGENT_NAME, level="macro", instruction=instruction or None, stop=False
+            )
+        )
+        state.trajectory.append(f"expand {new}: evidence shown in the hierarchy")
+        return False
+    if step.action in ("observe_visual", "observe_asr"):
+        if step.action == "observe_visual" and not ctx.visual_enabled:
+            state.trajectory.append("observe_visual: visual observation is not available")
+            return False
+        if step.action == "observe_asr" and not ctx.asr_enabled:
+            if ctx.asr_lost:
+                log.degrade("asr_lost", "ASR observation", ctx.asr_lost)
+            state.trajectory.append("observe_asr: the transcript is not available")
+            return False
+        if not budget.spend("observation"):
+            state.trajectory.append(f"{step.action}: the observation budget is spent")
+            return False
+        observation = await _observe(ctx, step, state, instruction, known)
+        state.observations.append(observation)
+        log.lost_observation(observation)
+        result = observation.result if observation.succeeded else f"failed ({observation.error})"
+        windows = ", ".join(format_range(s, e) for s, e in observation.windows)
+        state.trajectory.append(
+            f"{observation.source_id} {observation.kind} observation [{windows}]: {result}"
+        )
+        return False
+    # update
+    targets = _update_targets(ctx, known, step.level)
+    if not ctx.updates_enabled or not targets:
+        state.trajectory.append("update: nothing to rewrite")
+        return False
+    if not budget.spend("update"):
+        state.trajectory.append("update: the update budget is spent")
+        return False
+    level: Level = step.level or _level_of(ctx, targets[0])
+    rewritten = await rewrite_nodes(
+        ctx,
+        {_display_id(t): state.texts[t] for t in targets},
+        state.observations,
+        log=log,
+        level=level,
+        variables=level_variables(SINGLE_AGENT_NAME, level, question, None),
+        update_instruction=instruction,
+    )
+    written = []
+    for target in targets:
+        node_id = _display_id(target)
+        if node_id in rewritten:
+            state.texts[target] = rewritten[node_id]
+            written.append(node_id)
+            if memory.node(node_id).kind == "MacroEvent" and node_id not in state.touched_macros:
+                state.touched_macros.append(node_id)
+    state.trajectory.append(f"update ({level}): rewrote {written or 'nothing'}")
+    return False
+
+
+async def _observe(
+    ctx: RunContext,
+    step: ControllerStep,
+    state: _Controller,
+    instruction: str,
+    ids: list[str],
+) -> Observation:
+    config = ctx.config
+    duration = ctx.duration_s
+    if step.action == "observe_asr":
+        fallback = visual_window(step.time_ranges, duration, min_span_s=0.0)
+        windows = asr_windows(
+            step.time_ranges,
+            duration,
+            fallback,
+            max_windows=config.asr.max_windows,
+            min_span_s=config.asr.min_window_s,
+            max_span_s=config.asr.max_window_s,
+        )
+        observation, _ = await observe_speech(
+            ctx, windows, instruction or "Report what is said.", source_id=state.source_id("asr")
+        )
+        return observation
+    source = state.source_id("visual")
+    if step.mode == "frames":
+        spans = [_span(ctx, _display_id(i)) for i in ids] or [(0.0, duration)]
+        windows = observation_windows(step.time_ranges, spans, duration_s=duration)
+        level: Level = step.level if step.level in ("macro", "subgraph") else "macro"
+        return await observe_frames(
+            ctx,
+            windows,
+            instruction or "Describe what is visible.",
+            level=level,
+            agent=SINGLE_AGENT_NAME,
+            source_id=source,
+        )
+    window = visual_window(
+        step.time_ranges, duration, min_span_s=config.agents.overview.min_window_s
+    )
+    return await observe_overview_grids(
+        ctx,
+        window,
+        instruction or "Describe what is visible.",
+        agent=SINGLE_AGENT_NAME,
+        source_id=source,
+    )
+
+
+def _outcomes(
+    ctx: RunContext,
+    state: _Controller,
+    calls: LevelCalls,
+    log: LevelLog,
+    steps: int,
+) -> list[LevelOutcome]:
+    """The controller's memory as the three levels' outcomes, for ``assemble``."""
+    memory = ctx.memory
+    super_ids = [s.id for s in memory.super_events()]
+    spans = {s.id: (s.time_range.start, s.time_range.end) for s in memory.super_events()}
+    quoted = [
+        TranscriptLine(s, e, t) for obs in state.observations for s, e, t in obs.evidence_lines
+    ]
+    lines_by_super = assign_lines_to_spans(quoted, spans)
+    super_refined = {
+        i: compose_protected_text(
+            state.texts[i],
+            evidence=[f"{format_range(x.start_s, x.end_s)} {x.text}" for x in lines_by_super[i]],
+        )
+        if lines_by_super[i]
+        else state.texts[i]
+        for i in super_ids
+    }
+    common = {"agent": SINGLE_AGENT_NAME, "notes": [], "degraded": []}
+    outcomes = [
+        LevelOutcome(
+            level="super",
+            candidate_ids=super_ids,
+            plan={"controller_steps": steps},
+            observations=state.observations,
+            refined=super_refined,
+            static={i: state.static[i] for i in super_ids},
+            evidence_ids=[i for i in super_ids if super_refined[i] != state.static[i]],
+            selected_ids=_parents(ctx, state.touched_macros),
+            stop=not state.touched_macros,
+            calls=calls,
+            **{**common, "notes": log.notes, "degraded": log.degraded},
+        )
+    ]
+    if state.touched_macros:
+        macros = sorted(state.touched_macros, key=lambda m: memory.time_range(m).start)
+        outcomes.append(
+            LevelOutcome(
+                level="macro",
+                candidate_ids=macros,
+                refined={m: state.texts[m] for m in macros},
+                static={m: state.static[m] for m in macros},
+                evidence_ids=[m for m in macros if state.texts[m] != state.static[m]],
+                selected_ids=list(state.opened),
+                stop=not state.opened,
+                **common,
+            )
+        )
+    if state.opened:
+        outcomes.append(
+            LevelOutcome(
+                level="subgraph",
+                candidate_ids=list(state.opened),
+                refined={m: state.texts[f"evidence:{m}"] for m in state.opened},
+                static={m: state.static[f"evidence:{m}"] for m in state.opened},
+                evidence_selection=state.selections or None,
+                stop=True,
+                **common,
+            )
+        )
+    return outcomes
+
+
+def _hierarchy_text(ctx: RunContext, state: _Controller) -> str:
+    memory = ctx.memory
+    lines = []
+    for super_event in memory.super_events():
+        lines.append(memories_text(ctx, {super_event.id: state.texts[super_event.id]}))
+        for macro in memory.macro_events(super_event.id):
+            lines.append("  " + memories_text(ctx, {macro.id: state.texts[macro.id]}))
+            evidence = state.texts.get(f"evidence:{macro.id}")
+            if evidence:
+                lines += [f"    {line}" for line in evidence.splitlines()]
+    return "\n".join(lines)
+
+
+def _macro_targets(ctx: RunContext, ids: list[str]) -> list[str]:
+    """MacroEvents named directly, or every MacroEvent of a named SuperEvent."""
+    targets: list[str] = []
+    for node_id in ids:
+        kind = ctx.memory.node(_display_id(node_id)).kind
+        children = list(ctx.memory.child_ids(node_id)) if kind == "SuperEvent" else [node_id]
+        targets += [c for c in children if c not in targets and ctx.memory.subgraph(c).nodes]
+    return targets
+
+
+def _update_targets(ctx: RunContext, ids: list[str], level: str | None) -> list[str]:
+    """Ids to rewrite, all of one level (``level``, else the first id's level)."""
+    if not ids:
+        return []
+    wanted = level or _level_of(ctx, ids[0])
+    keys = [
+        f"evidence:{i}" if wanted == "subgraph" and not i.startswith("evidence:") else i
+        for i in ids
+    ]
+    return [k for k in keys if _level_of(ctx, k) == wanted]
+
+
+def _level_of(ctx: RunContext, node_id: str) -> Level:
+    if node_id.startswith("evidence:"):
+        return "subgraph"
+    return "super" if ctx.memory.node(node_id).kind == "SuperEvent" else "macro"
+
+
+def _display_id(node_id: str) -> str:
+    return node_id.removeprefix("evidence:")
+
+
+def _span(ctx: RunContext, node_id: str) -> tuple[float, float]:
+    time_range = ctx.memory.time_range(node_id)
+    return (time_range.start, time_range.end)
+
+
+def _parents(ctx: RunContext, macro_ids: list[str]) -> list[str]:
+    parents: list[str] = []
+    for macro_id in macro_ids:
+        parent = ctx.memory.parent(macro_id)
+        if parent is not None and parent.id not in parents:
+            parents.append(parent.id)
+    return parents

@@ -1,0 +1,76 @@
+"""Seeing a call wait: attempts, retries and seconds waited, for progress displays.
+
+The openai SDK retries 429s, 5xx and timeouts on its own (honouring ``Retry-After``), which
+is what we want, but it says nothing while it does: against a stalled server a user would
+stare at a silent terminal for minutes. Each call therefore carries a ``CallMonitor`` in a
+context variable; httpx event hooks on the SDK's HTTP client count the attempts and note
+the status that caused a retry, and the model service reports "waiting" every few seconds
+while the call is open. Nothing here changes what is sent or retried.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+Report = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class CallMonitor:
+    role: str
+    level: str | None
+    report: Report
+    started: float = field(default_factory=time.monotonic)
+    attempts: int = 0
+    last_problem: str | None = None
+
+    @property
+    def waited_s(self) -> float:
+        return round(time.monotonic() - self.started, 1)
+
+    def event(self, step: str, **extra: Any) -> None:
+        self.report(
+            {
+                "level": self.level or "model",
+                "step": step,
+                "role": self.role,
+                "attempt": max(1, self.attempts),
+                "waited_s": self.waited_s,
+                **({"last_problem": self.last_problem} if self.last_problem else {}),
+                **extra,
+            }
+        )
+
+
+CURRENT_CALL: contextvars.ContextVar[CallMonitor | None] = contextvars.ContextVar(
+    "videotapestry_current_call", default=None
+)
+
+#: Statuses the openai SDK retries (it also retries timeouts and connection errors).
+_RETRIED = {408, 409, 429} | set(range(500, 600))
+
+
+async def on_request(request: httpx.Request) -> None:
+    monitor = CURRENT_CALL.get()
+    if monitor is None:
+        return
+    monitor.attempts += 1
+    if monitor.attempts > 1:
+        monitor.event("retry", reason=monitor.last_problem or "no answer (timeout or lost)")
+
+
+async def on_response(response: httpx.Response) -> None:
+    monitor = CURRENT_CALL.get()
+    if monitor is not None and response.status_code in _RETRIED:
+        monitor.last_problem = f"HTTP {response.status_code}"
+
+
+def monitored_http_client(client_class: type[httpx.AsyncClient], **kwargs: Any) -> Any:
+    """An SDK HTTP client (``openai.DefaultAsyncHttpxClient``) with the monitor's hooks."""
+    return client_class(event_hooks={"request": [on_request], "response": [on_response]}, **kwargs)

@@ -1,0 +1,91 @@
+"""A multiple-choice question's options: their letters, their texts, and the checks made
+before a question costs anything.
+
+Benchmarks write options differently ("A. …", "(A) …", plain texts) and have 4 (Video-MME),
+5 (LongVideoBench, EgoSchema) or more of them; every module that needs an option's letter or
+text (the agents, the Focus query, the eval loaders) reads it here, the same way.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Sequence
+
+from videotapestry.errors import QuestionError
+
+LETTERS = string.ascii_uppercase
+MAX_OPTIONS = len(LETTERS)
+
+#: "(B) …", "B. …", "B) …", "B: …"; the mark must be followed by a space, so "U.S. Army" is
+#: text, not option U.
+_LABEL = re.compile(r"^\s*(?:\(([A-Za-z])\)|([A-Za-z])[.):：](?=\s|$))\s*")
+
+
+def _normalize(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def option_label(option: str) -> str | None:
+    """The letter an option carries itself ("B. …", "(b) …", "B) …", "B: …"), if any."""
+    match = _LABEL.match(option)
+    if not match:
+        return None
+    return (match.group(1) or match.group(2)).upper()
+
+
+def option_body(option: str) -> str:
+    """The option's text without its letter label."""
+    return _normalize(_LABEL.sub("", option, count=1))
+
+
+def option_letters(options: Sequence[str]) -> list[str]:
+    """Each option's letter: its own label, else the letter of its position (A, B, …)."""
+    return [
+        option_label(option) or (LETTERS[index] if index < MAX_OPTIONS else "?")
+        for index, option in enumerate(options)
+    ]
+
+
+def validate_question(question: str, options: Sequence[str]) -> list[str]:
+    """Check a question before any model call; return its option letters.
+
+    A question that cannot be answered well-formedly (no text, fewer than two options,
+    more than 26, two options with one letter, an option with no text) is refused here with
+    a message naming the problem, instead of failing after every call has been paid for.
+    """
+    problems = []
+    if not isinstance(question, str) or not question.strip():
+        problems.append("the question is empty")
+    options = list(options)
+    if len(options) < 2:
+        problems.append(f"a multiple-choice question needs at least 2 options, got {len(options)}")
+    if len(options) > MAX_OPTIONS:
+        problems.append(f"at most {MAX_OPTIONS} options (A-Z) are supported, got {len(options)}")
+    for index, option in enumerate(options):
+        if not isinstance(option, str) or not option_body(option):
+            problems.append(f"option {index + 1} ({option!r}) has no text")
+    letters = option_letters(options[:MAX_OPTIONS])
+    seen: dict[str, int] = {}
+    for index, letter in enumerate(letters):
+        if letter in seen:
+            problems.append(
+                f"options {seen[letter] + 1} and {index + 1} both have the letter {letter} "
+                "(label every option, or none, so each letter is used once)"
+            )
+        seen.setdefault(letter, index)
+    if problems:
+        raise QuestionError("invalid question: " + "; ".join(problems))
+    return letters
+
+
+def labelled_options(options: Sequence[str]) -> list[str]:
+    """Options as every prompt shows them: each with its letter ("A. …"), as given otherwise.
+
+    A model asked for "the letter of one option" must see letters; plain option texts (some
+    datasets store them so) get the letter of their position.
+    """
+    return [
+        option if option_label(option) else f"{letter}. {option_body(option)}"
+        for letter, option in zip(option_letters(options), options, strict=True)
+    ]
