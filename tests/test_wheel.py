@@ -59,6 +59,7 @@ def test_wheel_ships_packages_prompts_and_configs(wheel: Path) -> None:
     assert "videotapestry/_resources/configs/default.yaml" in names
     assert "videotapestry/_resources/configs/profiles/local.yaml" in names
     assert "memory_builders/__init__.py" in names
+    assert "memory_builders/builder.py" in names
     top_level = {name.split("/")[0] for name in names}
     assert "prompts" not in top_level and "configs" not in top_level
 
@@ -74,5 +75,6 @@ def test_installed_wheel_loads_prompts_and_configs(wheel: Path, tmp_path: Path) 
     probe = json.loads(result.stdout)
     assert probe["package"].startswith(str(target))
     assert probe["prompt"].startswith(target.as_posix() + "/videotapestry/_resources/prompts/")
-    assert len(probe["names"]) == 10
+    assert len([n for n in probe["names"] if not n.startswith("builder_")]) == 10
+    assert "builder_clip" in probe["names"]  # the memory builder's prompts ship too
     assert probe["base_url"] == "http://localhost:8000/v1"

@@ -58,9 +58,22 @@ DEFAULT_ENTITY_SPAN_S = 5.0
 _TIME_DECIMALS = 3
 
 
+#: MemDreamer's released reader names the phase-3 folder ``phase4/`` and the subgraph folder
+#: ``phase2_topdown/``; both spellings are read.
+RELEASED_PHASE3 = "phase4"
+RELEASED_PHASE2 = "phase2_topdown"
+
+
+def _released(path: Path, relative: Path) -> Path:
+    """``relative`` under ``phase3/``, or under ``phase4/`` when only that folder exists."""
+    if (path / relative).exists() or not (path / RELEASED_PHASE3).is_dir():
+        return path / relative
+    return path / RELEASED_PHASE3 / relative.relative_to("phase3")
+
+
 def is_memdreamer_memory(path: str | Path) -> bool:
     path = Path(path)
-    return (path / GRAPH_FILE).is_file() or (path / FALLBACK_GRAPH_FILE).is_file()
+    return _released(path, GRAPH_FILE).is_file() or _released(path, FALLBACK_GRAPH_FILE).is_file()
 
 
 # --------------------------------------------------------------------------- import
@@ -80,15 +93,17 @@ def import_memdreamer(
     root_dir = Path(source)
     if not root_dir.is_dir():
         raise MemoryFormatError(f"MemDreamer memory directory {root_dir} does not exist")
-    graph_file = root_dir / GRAPH_FILE
+    graph_file = _released(root_dir, GRAPH_FILE)
     if not graph_file.is_file():
-        graph_file = root_dir / FALLBACK_GRAPH_FILE
+        graph_file = _released(root_dir, FALLBACK_GRAPH_FILE)
     if not graph_file.is_file():
         raise MemoryFormatError(
             f"{root_dir} is not a MemDreamer memory: neither {GRAPH_FILE} nor "
             f"{FALLBACK_GRAPH_FILE} exists"
         )
     phase2 = root_dir / "phase2"
+    if not phase2.is_dir() and (root_dir / RELEASED_PHASE2).is_dir():
+        phase2 = root_dir / RELEASED_PHASE2
     if not phase2.is_dir():
         raise MemoryFormatError(
             f"{root_dir}: the phase2 folder is missing (expected "
@@ -102,7 +117,7 @@ def import_memdreamer(
         nodes, edges = _read_subgraph(subgraph_file, slots, entity_span_s)
         subgraph_nodes.extend(nodes)
         relations.extend(edges)
-    unification = _read_unification(root_dir / UNIFICATION_FILE)
+    unification = _read_unification(_released(root_dir, UNIFICATION_FILE))
     manifest = new_manifest(
         "memdreamer",
         source_path=str(root_dir.resolve()),
@@ -437,6 +452,8 @@ def _entity(
     if moment is not None:
         grounding_time = _round(start + _number(moment, path, f"{where}.visual_grounding"))
         time_range = TimeRange(start=grounding_time, end=_round(grounding_time + span_s))
+    if item.get("time_range") is not None:  # written by our exporter; MemDreamer has none
+        time_range = _local_range(item, start, macro, path, where)
     attributes = item.get("attributes") or {}
     if not isinstance(attributes, dict):
         raise MemoryFormatError(f"{path}: field {where}.attributes must be an object")
@@ -719,6 +736,7 @@ def _subgraph_json(
                 "entity_type": node.entity_type,
                 "description": node.description,
                 "attributes": node.model_dump(mode="json")["attributes"],
+                "time_range": local_range(node.time_range),
             }
             if node.grounding_time is not None:
                 grounding: dict[str, Any] = {
