@@ -78,6 +78,7 @@ from videotapestry.errors import (
     ModelRequestError,
     NoDecodableFramesError,
     StructuredOutputError,
+    VideoTapestryError,
 )
 from videotapestry.llm.service import ModelService, ModelSession
 from videotapestry.llm.types import ImagePart
@@ -91,6 +92,7 @@ from videotapestry.memory import (
     TimeRange,
     VideoMemory,
     ensure_embeddings,
+    load_memory,
     save_memory,
 )
 from videotapestry.memory.schema import EntityGroup
@@ -707,13 +709,7 @@ class _BuildRun:
         with self._stage("macro_bounds") as (stage, session):
             captions = [(self.records.get(c.id) or {}).get("caption", "") for c in self.clips]
             valid = [bool(c) for c in captions]
-            with self.timings.measure("embed_captions"):
-                vectors = (
-                    self.b.embedder.embed([c or "-" for c in captions])
-                    if any(valid)
-                    else np.zeros((len(captions), 1), np.float32)
-                )
-            sims = macros.neighbour_similarity(vectors, valid)
+            sims = self._caption_similarity(captions, valid)
             windows = macros.boundary_windows(self.clips, settings.window_s, settings.overlap_s)
             boundaries: set[int] = set()
             bar = self.b.progress.stage("macro bounds", len(windows), unit="call")
@@ -771,6 +767,23 @@ class _BuildRun:
         ]
         await self._macro_details()
 
+    def _caption_similarity(self, captions: list[str], valid: list[bool]) -> np.ndarray:
+        """Each clip caption's similarity to the previous one (checkpointed: a resumed build
+        need not load the embedding model for it)."""
+        key = stage_key("caption_similarity", self.b.embedder.model_name, captions)
+        cached = self.store.get("caption_similarity", key)
+        if cached is not None:
+            return np.asarray(cached, dtype=np.float64)
+        with self.timings.measure("embed_captions"):
+            vectors = (
+                self.b.embedder.embed([c or "-" for c in captions])
+                if any(valid)
+                else np.zeros((len(captions), 1), np.float32)
+            )
+        sims = macros.neighbour_similarity(vectors, valid)
+        self.store.put("caption_similarity", key, [round(float(x), 6) for x in sims])
+        return sims
+
     async def _macro_details(self) -> None:
         with self._stage("macro_events") as (stage, session):
             bar = self.b.progress.stage("macro events", len(self.drafts), unit="event")
@@ -824,17 +837,7 @@ class _BuildRun:
             if not groups:
                 self.groups = []
                 return
-            texts = [f"{g.name} ({g.entity_type})" if g.entity_type else g.name for g in groups]
-            with self.timings.measure("embed_names"):
-                vectors = np.asarray(self.b.embedder.embed(texts), dtype=np.float32)
-            merges, questions = unification.plan_merges(
-                groups,
-                vectors,
-                merge_similarity=settings.merge_similarity,
-                ask_similarity=settings.ask_similarity,
-                max_questions=settings.max_questions,
-            )
-            merges = list(merges)
+            merges, questions = self._merge_plan(groups)
             if questions:
                 pairs = [
                     f"{q.pair_id}: {groups[q.a].describe()} | {groups[q.b].describe()}"
@@ -855,6 +858,38 @@ class _BuildRun:
                         (q.a, q.b) for q in questions if reply.decisions.get(q.pair_id) is True
                     ]
             self.groups = unification.unify(groups, merges)
+
+    def _merge_plan(
+        self, groups: list[unification.NameGroup]
+    ) -> tuple[list[tuple[int, int]], list[unification.MergeQuestion]]:
+        """Automatic merges and model questions from name embeddings (checkpointed)."""
+        settings = self.settings.entities
+        texts = [f"{g.name} ({g.entity_type})" if g.entity_type else g.name for g in groups]
+        key = stage_key("merge_plan", self.b.embedder.model_name, texts, settings.model_dump())
+        cached = self.store.get("merge_plan", key)
+        if cached is not None:
+            return (
+                [tuple(pair) for pair in cached["merges"]],
+                [unification.MergeQuestion(*q) for q in cached["questions"]],
+            )
+        with self.timings.measure("embed_names"):
+            vectors = np.asarray(self.b.embedder.embed(texts), dtype=np.float32)
+        merges, questions = unification.plan_merges(
+            groups,
+            vectors,
+            merge_similarity=settings.merge_similarity,
+            ask_similarity=settings.ask_similarity,
+            max_questions=settings.max_questions,
+        )
+        self.store.put(
+            "merge_plan",
+            key,
+            {
+                "merges": [list(m) for m in merges],
+                "questions": [[q.pair_id, q.a, q.b, round(q.similarity, 6)] for q in questions],
+            },
+        )
+        return list(merges), questions
 
     # ------------------------------------------------------------------ 7: SuperEvents, root
 
@@ -1038,8 +1073,20 @@ class _BuildRun:
     async def _embed(self, memory: VideoMemory) -> VideoMemory:
         if not self.settings.embeddings:
             return memory
+        stored = self._stored_embeddings()
+        if stored is not None:
+            memory = memory.with_embeddings(stored)  # reused if the node texts are unchanged
         with self._stage("embeddings"), self.timings.measure("embeddings"):
             return await asyncio.to_thread(ensure_embeddings, memory, self.b.embedder)
+
+    def _stored_embeddings(self) -> Any:
+        """The node vectors of the memory an earlier run wrote into ``out``, if any."""
+        if not (self.out / MANIFEST_FILE).is_file():
+            return None
+        try:
+            return load_memory(self.out).embeddings
+        except VideoTapestryError:
+            return None
 
     def _manifest_build(self) -> dict[str, Any]:
         data = self.report.to_json()
