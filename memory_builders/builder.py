@@ -42,7 +42,14 @@ from memory_builders import macro as macros
 from memory_builders import summary as stages
 from memory_builders.checkpoints import CheckpointStore, stage_key
 from memory_builders.clips import ClipSpan
-from memory_builders.ocr import OcrEngine, OcrStats, TextSpan, make_ocr_engine, read_texts
+from memory_builders.ocr import (
+    OcrEngine,
+    OcrStats,
+    TextSpan,
+    frames_to_read,
+    make_ocr_engine,
+    read_texts,
+)
 from memory_builders.progress import BuildProgress
 from memory_builders.report import (
     BUILDER_VERSION,
@@ -578,10 +585,14 @@ class _BuildRun:
         """On a worker thread: read the clip's kept frames and checkpoint the spans."""
         assert self.b.ocr is not None
         load = self._loader(loaded)
+        picked = [
+            frames[i]
+            for i in frames_to_read([f.timestamp_s for f in frames], self.settings.ocr.interval_s)
+        ]
         with self.timings.measure("ocr"):
             spans = read_texts(
                 self.b.ocr,
-                [(f.timestamp_s, lambda f=f: load(f)) for f in frames],
+                [(f.timestamp_s, lambda f=f: load(f)) for f in picked],
                 self.settings.ocr,
                 end_s=clip.end_s,
                 stats=self.ocr_stats,

@@ -144,6 +144,18 @@ class OcrStats:
     read: int = 0
 
 
+def frames_to_read(times: Sequence[float], interval_s: float) -> list[int]:
+    """Indices of the first frame in each ``interval_s`` slot of video time (slots count from
+    the start of the video, so clips next to each other read on one grid)."""
+    chosen, last_slot = [], None
+    for i, t in enumerate(times):
+        slot = int(t / interval_s + 1e-6)
+        if slot != last_slot:
+            chosen.append(i)
+            last_slot = slot
+    return chosen
+
+
 def read_texts(
     engine: OcrEngine,
     frames: Sequence[tuple[float, Callable[[], np.ndarray]]],

@@ -422,3 +422,30 @@ def test_build_memory_from_the_facade(tour: TestVideo, embedder, tmp_path: Path)
 
 async def _load(vt, path, video):
     return vt.load_memory(path, video_fingerprint=fingerprint(video.path))
+
+
+def test_progress_bars_show_each_stage_and_quiet_shows_nothing(
+    tour: TestVideo, embedder, tmp_path: Path
+) -> None:
+    import io
+
+    with FakeOpenAIServer() as server:
+        server.on(None, ScriptedBuilderModel(tour.fps, tour.scenes))
+        config = load_config(
+            overrides=offline_build_overrides(
+                server.base_url, "builder.ocr.engine=none", "cache.enabled=false"
+            )
+        )
+        stream = io.StringIO()
+        MemoryBuilder(config, embedder=embedder, progress=BuildProgress(True, stream=stream)).build(
+            tour.path, tmp_path / "a"
+        )
+        quiet = io.StringIO()
+        MemoryBuilder(config, embedder=embedder, progress=BuildProgress(False, stream=quiet)).build(
+            tour.path, tmp_path / "b"
+        )
+    shown = stream.getvalue()
+    for stage in ("scan", "perception", "macro bounds", "macro events"):
+        assert stage in shown
+    assert "10/10" in shown and "calls 10" in shown  # perception: clips done, calls so far
+    assert quiet.getvalue() == ""

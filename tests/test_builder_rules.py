@@ -17,7 +17,7 @@ from memory_builders import macro as macros
 from memory_builders.builder import normalize_perception, select_frames
 from memory_builders.checkpoints import CheckpointStore, stage_key
 from memory_builders.clips import ClipSpan, plan_clips
-from memory_builders.ocr import OcrHit, read_texts, same_text, text_key
+from memory_builders.ocr import OcrHit, frames_to_read, read_texts, same_text, text_key
 from memory_builders.scan import KeptFrame
 from memory_builders.schemas import ClipPerception, MacroBoundaries, ProposedRelation, SuperStage
 from memory_builders.summary import stages_by_time, stages_from_reply
@@ -256,6 +256,12 @@ def test_ocr_spans_follow_texts_and_skip_unchanged_frames() -> None:
     engine = ListOcr(script)
     read_texts(engine, frames, BuilderOcrSettings(change_threshold=0), end_s=7.0)
     assert engine.calls == 7
+
+
+def test_ocr_reads_one_frame_per_interval_on_a_video_wide_grid() -> None:
+    times = [10.0, 11.0, 12.0, 13.0, 13.5, 14.0, 17.0]
+    assert frames_to_read(times, 2.0) == [0, 2, 5, 6]  # slots 5, 6, 7 and 8 of 2 s
+    assert frames_to_read(times, 0.5) == list(range(7))
 
 
 def test_ocr_keys_tell_different_numbers_apart() -> None:

@@ -334,6 +334,12 @@ class BuilderOcrSettings(_Strict):
     engine: Literal["auto", "rapidocr", "none"] = Field(
         "auto", description="auto: rapidocr when installed (the offline extra), else none"
     )
+    interval_s: float = Field(
+        2.0,
+        gt=0,
+        description="read one kept frame per this many seconds (an OCRText node starts less "
+        "than this after its text appears); below 1 / scan.sample_fps every kept frame is read",
+    )
     min_confidence: float = Field(0.6, ge=0, le=1)
     min_chars: int = Field(2, ge=1)
     change_threshold: float = Field(
