@@ -89,6 +89,7 @@ from videotapestry.errors import (
 )
 from videotapestry.llm.service import ModelService, ModelSession
 from videotapestry.llm.types import ImagePart
+from videotapestry.llm.usage import UsageSummary
 from videotapestry.memory import (
     Clip,
     EntityNode,
@@ -151,9 +152,7 @@ class MemoryBuilder:
         self.prompts = prompts or PromptRegistry(self.config.prompts.override_dir)
         self.service = service or ModelService(self.config)
         self.embedder = embedder or SentenceTransformerEmbedder(self.config.embedding)
-        self.progress = progress or BuildProgress(enabled=False, usage=self.service.usage)
-        if self.progress.usage is None:
-            self.progress.usage = self.service.usage
+        self.progress = progress or BuildProgress(enabled=False)
         self.ocr = (
             make_ocr_engine(self.config.builder.ocr) if ocr_engine == "config" else ocr_engine
         )
@@ -249,6 +248,16 @@ class _BuildRun:
         self.ocr_stats = OcrStats()
         self.frames_ready = False
         self._frames_lock = asyncio.Lock()
+        self._sessions: list[ModelSession] = []
+        builder.progress.usage = self  # the bars show this build's calls, tokens and cost
+
+    def summary(self) -> UsageSummary:
+        """This build's model usage so far, over every stage (also the progress bars')."""
+        total = UsageSummary()
+        for session in self._sessions:
+            for record in session.usage.records:
+                total.add(record)
+        return total
 
     # ------------------------------------------------------------------ driver
 
@@ -269,7 +278,7 @@ class _BuildRun:
             self.report.wall_s = time.perf_counter() - started
             self._finish_report("partial" if self.report.failures else "complete")
             memory = self._write(memory)
-        except BuildError as exc:
+        except VideoTapestryError as exc:  # BuildError, or a video/config/ASR problem
             self.report.wall_s = time.perf_counter() - started
             self._finish_report("stopped", str(exc))
             self._write_stop_report()
@@ -297,6 +306,7 @@ class _BuildRun:
     def _stage(self, name: str):
         stage = self.report.stage(name)
         session = self.b.service.session()
+        self._sessions.append(session)
         started = time.perf_counter()
         try:
             yield stage, session
@@ -508,7 +518,7 @@ class _BuildRun:
             return False
         loaded: dict[int, np.ndarray] = {}
         try:
-            spans = self.store_ocr(clip)
+            spans = self._stored_ocr(clip)
             if spans is None:
                 await self._ensure_frames()
                 spans = await self._cpu(self._clip_ocr, clip, frames, loaded)
@@ -572,7 +582,7 @@ class _BuildRun:
 
         return load
 
-    def store_ocr(self, clip: ClipSpan) -> list[TextSpan] | None:
+    def _stored_ocr(self, clip: ClipSpan) -> list[TextSpan] | None:
         """The clip's OCR spans from its checkpoint ([] without an engine); None to compute."""
         if self.b.ocr is None:
             return []
@@ -1127,7 +1137,7 @@ class _BuildRun:
         timings["ocr_frames"] = self.ocr_stats.frames
         timings["ocr_frames_read"] = self.ocr_stats.read
         self.report.timings = timings
-        self.report.usage = usage_dict(self.b.service.usage.summary())
+        self.report.usage = usage_dict(self.summary())
 
     def _write(self, memory: VideoMemory) -> VideoMemory:
         roles = sorted(set(BUILDER_PROMPT_ROLES.values()))

@@ -1,21 +1,25 @@
 """Progress bars on stderr, one per stage (tqdm): done / total, calls, tokens, cost, ETA.
 
-``BuildProgress(enabled=False)`` (``--quiet``) prints nothing. The model figures come from
-the run's usage ledger, so they include every stage's calls so far.
+``BuildProgress(enabled=False)`` (``--quiet``) prints nothing. The model figures are the
+current build's, over every stage so far.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from tqdm import tqdm
 
-from videotapestry.llm.usage import UsageLedger
+from videotapestry.llm.usage import UsageSummary
+
+
+class UsageSource(Protocol):
+    def summary(self) -> UsageSummary: ...
 
 
 class StageBar:
-    def __init__(self, bar: tqdm | None, usage: UsageLedger | None) -> None:
+    def __init__(self, bar: tqdm | None, usage: UsageSource | None) -> None:
         self._bar = bar
         self._usage = usage
 
@@ -60,7 +64,7 @@ class BuildProgress:
         self,
         enabled: bool = True,
         *,
-        usage: UsageLedger | None = None,
+        usage: UsageSource | None = None,
         stream: TextIO | None = None,
     ) -> None:
         self.enabled = enabled

@@ -341,7 +341,7 @@ class VideoTapestry:
             service=self.service,
             embedder=self.embedder,
             prompts=self.prompts,
-            progress=BuildProgress(enabled=progress, usage=self.service.usage),
+            progress=BuildProgress(enabled=progress),
         )
 
     # -- internals -------------------------------------------------------------------------
