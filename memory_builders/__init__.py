@@ -1,1 +1,44 @@
-"""Offline construction of hierarchical video memories (raw video to memory); see SPEC §4."""
+"""Offline construction of hierarchical video memories (raw video to memory); see SPEC §4.
+
+    from memory_builders import MemoryBuilder
+    result = MemoryBuilder("default").build("video.mp4", "memories/video")
+
+``memory_builders.builder`` runs the stages; each rule lives in its own module (``scan``,
+``clips``, ``transcript``, ``ocr``, ``macro``, ``entities``, ``summary``, ``export``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memory_builders.builder import BuildResult, MemoryBuilder
+    from memory_builders.report import (
+        BuildError,
+        BuildReport,
+        BuildStoppedError,
+        TooManyFailuresError,
+    )
+
+__all__ = [
+    "BuildError",
+    "BuildReport",
+    "BuildResult",
+    "BuildStoppedError",
+    "MemoryBuilder",
+    "TooManyFailuresError",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported lazily: ``videotapestry.cli`` imports ``memory_builders.cli`` for its parser,
+    # which must not pull in the whole builder (video, OCR, embeddings) at start-up.
+    if name in ("BuildResult", "MemoryBuilder"):
+        from memory_builders import builder
+
+        return getattr(builder, name)
+    if name in __all__:
+        from memory_builders import report
+
+        return getattr(report, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memory_builders.schemas import BUILDER_SCHEMAS
 from videotapestry.cli import main
 from videotapestry.schemas import OUTPUT_SCHEMAS
 from videotapestry.testing import FakeOpenAIServer, FakeReply
@@ -30,7 +31,8 @@ def test_prompts_list_shows_shipped_and_overridden_files(
 ) -> None:
     assert main(["prompts", "list"]) == 0
     shipped = capsys.readouterr().out.splitlines()
-    assert len(shipped) == len(OUTPUT_SCHEMAS)  # one template per role
+    # one template per role: the method's and the memory builder's
+    assert len(shipped) == len(OUTPUT_SCHEMAS) + len(BUILDER_SCHEMAS)
     assert all(" shipped " in line for line in shipped)
 
     (tmp_path / "decision.jinja").write_text(

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from memory_builders.schemas import BUILDER_SCHEMAS
 from videotapestry.schemas import OUTPUT_SCHEMAS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,6 +62,7 @@ def test_wheel_ships_packages_prompts_and_configs(wheel: Path) -> None:
     assert "videotapestry/_resources/configs/default.yaml" in names
     assert "videotapestry/_resources/configs/profiles/local.yaml" in names
     assert "memory_builders/__init__.py" in names
+    assert "memory_builders/builder.py" in names
     top_level = {name.split("/")[0] for name in names}
     assert "prompts" not in top_level and "configs" not in top_level
 
@@ -76,5 +78,6 @@ def test_installed_wheel_loads_prompts_and_configs(wheel: Path, tmp_path: Path) 
     probe = json.loads(result.stdout)
     assert probe["package"].startswith(str(target))
     assert probe["prompt"].startswith(target.as_posix() + "/videotapestry/_resources/prompts/")
-    assert sorted(probe["names"]) == sorted(OUTPUT_SCHEMAS)  # every role ships
+    # every role ships: the method's and the memory builder's
+    assert sorted(probe["names"]) == sorted([*OUTPUT_SCHEMAS, *BUILDER_SCHEMAS])
     assert probe["base_url"] == "http://localhost:8000/v1"

@@ -346,6 +346,51 @@ class VideoTapestry:
     async def aclose(self) -> None:
         await self.service.aclose()
 
+    # -- building memories -----------------------------------------------------------------
+
+    def build_memory(
+        self,
+        video: str | Path,
+        out: str | Path,
+        subtitles: str | Path | None = None,
+        *,
+        restart: bool = False,
+        export_memdreamer: str | Path | None = None,
+        progress: bool = False,
+    ) -> Any:
+        """Build (or resume building) the memory of ``video`` into ``out`` with this
+        instance's config, models and embedder; returns a ``memory_builders.BuildResult``."""
+        return self._memory_builder(progress).build(
+            video, out, subtitles=subtitles, restart=restart, export_memdreamer=export_memdreamer
+        )
+
+    async def abuild_memory(
+        self,
+        video: str | Path,
+        out: str | Path,
+        subtitles: str | Path | None = None,
+        *,
+        restart: bool = False,
+        export_memdreamer: str | Path | None = None,
+        progress: bool = False,
+    ) -> Any:
+        """``build_memory`` in a running event loop (notebooks)."""
+        return await self._memory_builder(progress).abuild(
+            video, out, subtitles=subtitles, restart=restart, export_memdreamer=export_memdreamer
+        )
+
+    def _memory_builder(self, progress: bool) -> Any:
+        from memory_builders.builder import MemoryBuilder
+        from memory_builders.progress import BuildProgress
+
+        return MemoryBuilder(
+            self.config,
+            service=self.service,
+            embedder=self.embedder,
+            prompts=self.prompts,
+            progress=BuildProgress(enabled=progress),
+        )
+
     # -- internals -------------------------------------------------------------------------
 
     def _roles(self) -> tuple[str, ...]:
@@ -380,7 +425,7 @@ class VideoTapestry:
                     for _ in range(self.config.video.parallel_decoders - 1)
                 ]
             loaded = self.load_memory(memory, video_fingerprint=video_fp)
-            transcripts, asr_unavailable = self._transcripts(reader, item)
+            transcripts, asr_unavailable = self._transcripts(reader, memory, item, video_fp)
         except BaseException:
             for opened in [reader, *extra]:
                 if opened is not None:
@@ -405,15 +450,40 @@ class VideoTapestry:
         ctx.session.progress = lambda event: ctx.report(**event)
         return ctx
 
+    def _memory_transcript(
+        self,
+        reader: VideoReader | None,
+        memory: str | Path | VideoMemory,
+        item: QuestionInput,
+        video_fp: str | None,
+    ) -> TranscriptSource | None:
+        """The transcript a built memory stores (``transcript.json``), unless the config says
+        otherwise or the question brings its own subtitles."""
+        if reader is None or isinstance(memory, VideoMemory) or item.subtitle_path:
+            return None
+        if not self.config.asr.memory_transcript:
+            return None
+        from videotapestry.asr.stored import StoredTranscript
+
+        return StoredTranscript.for_memory(memory, expected_fingerprint=video_fp)
+
     def _transcripts(
-        self, reader: VideoReader | None, item: QuestionInput
+        self,
+        reader: VideoReader | None,
+        memory: str | Path | VideoMemory,
+        item: QuestionInput,
+        video_fp: str | None,
     ) -> tuple[TranscriptSource | None, str | None]:
-        """(source, why ASR is unavailable). Subtitles when the config says so (a question
-        without subtitles then has no ASR, which is recorded as a degradation, never a silent
-        switch to Whisper); else one shared Whisper (loaded once) for videos with audio; a
-        video without audio simply has no transcript."""
+        """(source, why ASR is unavailable). The transcript a built memory stores, unless the
+        question brings subtitles; else subtitles when the config says so (a question without
+        subtitles then has no ASR, which is recorded as a degradation, never a silent switch
+        to Whisper); else one shared Whisper (loaded once) for videos with audio; a video
+        without audio simply has no transcript."""
         if reader is None:
             return None, None
+        stored = self._memory_transcript(reader, memory, item, video_fp)
+        if stored is not None:
+            return stored, None
         if self.config.asr.source == "subtitles":
             if not item.subtitle_path:
                 return None, (

@@ -1,6 +1,7 @@
 """The ``videotapestry`` command line.
 
-Commands: ``ask`` (one question, with a progress display and a saved trace),
+Commands: ``build-memory`` (a raw video to a memory, resumable; memory_builders/cli.py),
+``ask`` (one question, with a progress display and a saved trace),
 ``import-memdreamer`` and ``inspect`` (memories), ``prompts list|show`` (which template each
 role uses, overrides included), ``config show`` (the fully resolved configuration) and
 ``check-endpoint`` (one real JSON call, to check a key, base URL and model name first).
@@ -179,6 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument(
         "--depth", type=int, default=None, help="tree depth (1 SuperEvents, 2 MacroEvents)"
     )
+
+    from memory_builders.cli import add_parser as add_build_memory
+
+    add_build_memory(commands, _add_config_options)
     return parser
 
 
@@ -203,6 +208,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _import_memdreamer(args)
         if args.command == "inspect":
             return _inspect(args)
+        if args.command == "build-memory":
+            from memory_builders.cli import run as build_memory
+
+            return build_memory(args)
     except VideoTapestryError as exc:
         print(f"videotapestry: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -89,8 +89,11 @@ EMBEDDINGS_FILE = "embeddings.json"
 KEYFRAME_FILE = "best_frame.jpg"
 #: The released memories name the phase-3 folder ``phase4/``; MemDreamer's scripts say phase3.
 PHASE3_DIRS = ("phase3", "phase4")
+#: The folder names of MemDreamer's released memories (what ``export_released_layout`` writes).
+RELEASED_PHASE3 = PHASE3_DIRS[1]
 #: Subgraph folders, in order of preference: ours and the scripts', then the release's.
 PHASE2_DIRS = ("phase2", "phase2_topdown")
+RELEASED_PHASE2 = PHASE2_DIRS[1]
 GRAPH_NAMES = ("hierarchical_graph_final.json", "hierarchical_graph.json")
 #: The model that made the vectors of MemDreamer's ``embeddings.json`` (sentence-transformers
 #: name); a graph file we exported records another one under ``embedding_model``.
@@ -664,6 +667,8 @@ def _entity(
     if moment is not None:
         grounding_time = _round(start + _number(moment, path, f"{where}.visual_grounding"))
         time_range = TimeRange(start=grounding_time, end=_round(grounding_time + span_s))
+    if item.get("time_range") is not None:  # written by our exporter; MemDreamer has none
+        time_range = _local_range(item, start, macro, path, where)
     attributes = item.get("attributes") or {}
     if not isinstance(attributes, dict):
         raise MemoryFormatError(f"{path}: field {where}.attributes must be an object")
@@ -1087,6 +1092,7 @@ def _subgraph_json(
                 "entity_type": node.entity_type,
                 "description": node.description,
                 "attributes": node.model_dump(mode="json")["attributes"],
+                "time_range": local_range(node.time_range),
             }
             if node.grounding_time is not None:
                 grounding: dict[str, Any] = {

@@ -282,6 +282,11 @@ class MemoryManifest(_Frozen):
     models: dict[str, str] = Field(default_factory=dict, description="builder model per role")
     prompt_hashes: dict[str, str] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict)
+    build: dict[str, Any] = Field(
+        default_factory=dict,
+        description="memory builder report: version, status, partial, failed clips, "
+        "per-stage timings and usage (empty for imported memories)",
+    )
 
 
 class Subgraph(_Frozen):

@@ -1,0 +1,172 @@
+"""``videotapestry build-memory``: one video into ``OUT``, or many into ``ROOT/<video stem>/``.
+
+Exit status: 0 when every memory is complete, 3 when a memory is partial (some clips failed;
+``--allow-partial`` makes that 0), 2 when a build stopped (its checkpoints are kept: run the
+same command again to resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from videotapestry.errors import VideoTapestryError
+
+VIDEO_SUFFIXES = (".mp4", ".mkv", ".avi", ".mov", ".webm", ".m4v", ".mpg", ".mpeg", ".ts")
+EXIT_PARTIAL = 3
+
+
+def add_parser(commands: argparse._SubParsersAction, add_config: Callable) -> None:
+    parser = commands.add_parser(
+        "build-memory",
+        help="build a hierarchical memory from a raw video (resumable)",
+        description="Build a memory from a video with the configured models. A killed or "
+        "stopped build resumes when run again with the same arguments.",
+        epilog="exit status: 0 complete, 3 partial (some clips failed), 2 stopped",
+    )
+    parser.add_argument("video", nargs="?", help="the video file")
+    parser.add_argument("out", nargs="?", help="new or empty directory for the memory")
+    parser.add_argument(
+        "--videos",
+        metavar="DIR_OR_LIST",
+        help="build every video in a directory, or listed in a text file (one path a line)",
+    )
+    parser.add_argument(
+        "--out", dest="out_root", metavar="ROOT", help="with --videos: ROOT/<video stem>/"
+    )
+    parser.add_argument("--subtitles", metavar="FILE", help="subtitles instead of Whisper")
+    parser.add_argument(
+        "--subtitles-dir",
+        metavar="DIR",
+        help="with --videos: subtitles named after each video (<stem>.srt/.vtt/.json)",
+    )
+    parser.add_argument("--concurrency", type=int, metavar="N", help="model calls in flight")
+    parser.add_argument(
+        "--restart", action="store_true", help="discard the checkpoints and start over"
+    )
+    parser.add_argument(
+        "--export-memdreamer",
+        metavar="DIR",
+        help="also write MemDreamer's released layout (with --videos: DIR/<video stem>/)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--json", action="store_true", help="print the build reports as JSON")
+    parser.add_argument(
+        "--allow-partial", action="store_true", help="exit 0 even when some clips failed"
+    )
+    add_config(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    jobs = _jobs(args)
+    overrides = list(args.override)
+    if args.prompts_dir:
+        overrides.append(f"prompts.override_dir={args.prompts_dir}")
+    if args.concurrency is not None:
+        overrides.append(f"builder.concurrency={args.concurrency}")
+    return asyncio.run(_build_all(args, jobs, overrides))
+
+
+def _jobs(args: argparse.Namespace) -> list[tuple[Path, Path, Path | None, Path | None]]:
+    """(video, out, subtitles, export dir) per memory to build."""
+    if args.videos:
+        if args.video or args.out:
+            raise VideoTapestryError("give either VIDEO OUT or --videos ... --out ROOT, not both")
+        if not args.out_root:
+            raise VideoTapestryError("--videos needs --out ROOT (one memory per video under it)")
+        if args.subtitles:
+            raise VideoTapestryError("--subtitles is for one video; use --subtitles-dir")
+        videos = _list_videos(Path(args.videos))
+        root = Path(args.out_root)
+        jobs = []
+        for video in videos:
+            subtitles = None
+            if args.subtitles_dir:
+                subtitles = next(
+                    (
+                        Path(args.subtitles_dir) / f"{video.stem}{suffix}"
+                        for suffix in (".srt", ".vtt", ".json")
+                        if (Path(args.subtitles_dir) / f"{video.stem}{suffix}").is_file()
+                    ),
+                    None,
+                )
+            export = Path(args.export_memdreamer) / video.stem if args.export_memdreamer else None
+            jobs.append((video, root / video.stem, subtitles, export))
+        return jobs
+    if not args.video or not (args.out or args.out_root):
+        raise VideoTapestryError(
+            "build-memory needs VIDEO OUT (or --videos DIR_OR_LIST --out ROOT)"
+        )
+    out = Path(args.out or args.out_root)
+    export = Path(args.export_memdreamer) if args.export_memdreamer else None
+    subtitles = Path(args.subtitles) if args.subtitles else None
+    return [(Path(args.video), out, subtitles, export)]
+
+
+def _list_videos(source: Path) -> list[Path]:
+    if source.is_dir():
+        videos = sorted(p for p in source.iterdir() if p.suffix.lower() in VIDEO_SUFFIXES)
+    elif source.is_file():
+        base = source.parent
+        lines = [line.strip() for line in source.read_text(encoding="utf-8").splitlines()]
+        videos = [
+            (Path(line) if Path(line).is_absolute() else base / line)
+            for line in lines
+            if line and not line.startswith("#")
+        ]
+    else:
+        raise VideoTapestryError(f"--videos {source}: no such directory or list file")
+    if not videos:
+        raise VideoTapestryError(f"--videos {source}: no video files found")
+    stems = [v.stem for v in videos]
+    repeated = sorted({s for s in stems if stems.count(s) > 1})
+    if repeated:
+        raise VideoTapestryError(
+            f"--videos {source}: several videos share the name {repeated[0]!r}; their memories "
+            "would go to the same directory"
+        )
+    return videos
+
+
+async def _build_all(args: argparse.Namespace, jobs: list, overrides: list[str]) -> int:
+    from memory_builders.builder import MemoryBuilder
+    from memory_builders.progress import BuildProgress
+    from memory_builders.report import BuildError, BuildStoppedError, summary_text
+    from videotapestry.config import load_config
+
+    config = load_config(args.config, profile=args.profile, overrides=overrides)
+    progress = BuildProgress(enabled=not args.quiet)
+    builder = MemoryBuilder(config, progress=progress)
+    status = 0
+    reports = []
+    try:
+        for video, out, subtitles, export in jobs:
+            if len(jobs) > 1 and not args.quiet:
+                print(f"== {video} -> {out}", file=sys.stderr, flush=True)
+            try:
+                result = await builder.abuild(
+                    video, out, subtitles=subtitles, restart=args.restart, export_memdreamer=export
+                )
+            except BuildStoppedError:
+                raise  # every further build would stop the same way
+            except (BuildError, VideoTapestryError) as exc:
+                if len(jobs) == 1:
+                    raise
+                print(f"videotapestry: error: {video}: {exc}", file=sys.stderr)
+                status = 2
+                continue
+            reports.append(result.report.to_json())
+            if not args.json:
+                print(summary_text(result.report))
+            if result.partial and not args.allow_partial and status == 0:
+                status = EXIT_PARTIAL
+    finally:
+        await builder.service.aclose()
+        builder.service.close()
+    if args.json:
+        print(json.dumps(reports if len(jobs) > 1 else reports[0], ensure_ascii=False))
+    return status

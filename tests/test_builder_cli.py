@@ -1,0 +1,169 @@
+"""``videotapestry build-memory`` as a user runs it: a subprocess against the fake server.
+
+The resume test kills the build with SIGKILL in the middle of perception, then checks from
+the server's side that the rerun asks nothing again for a clip that had finished, and that
+a third run asks nothing at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from videotapestry.memory import load_memory
+from videotapestry.testing import FakeOpenAIServer
+from videotapestry.testing.media import TestVideo, make_test_video
+from videotapestry.testing.scripted_builder import (
+    ScriptedBuilderModel,
+    offline_build_overrides,
+    perception_requests,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = "sk-test-builder-cli-0123456789abcdef"
+
+
+def cli(*args: str, base_url: str, extra: tuple[str, ...] = ()) -> list[str]:
+    overrides = offline_build_overrides(
+        base_url, "builder.ocr.engine=none", "builder.macro.min_s=30", *extra
+    )
+    command = [sys.executable, "-m", "videotapestry.cli", "build-memory", *args]
+    for item in overrides:
+        command += ["-o", item]
+    return command
+
+
+def environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_BASE_URL"}
+    env["OPENAI_API_KEY"] = KEY
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+@pytest.fixture(scope="module")
+def video(tmp_path_factory: pytest.TempPathFactory) -> TestVideo:
+    """120 s in 10 s scenes: twelve clips."""
+    path = tmp_path_factory.mktemp("cli") / "rooms.mp4"
+    return make_test_video(path, 120, fps=4, size=(192, 108), scene_s=10)
+
+
+def test_a_killed_build_resumes_without_repeating_finished_clips(
+    video: TestVideo, tmp_path: Path
+) -> None:
+    out = tmp_path / "memory"
+    process: dict[str, subprocess.Popen] = {}
+    seen = {"perception": 0}
+    lock = threading.Lock()
+
+    def kill_after_five(request) -> None:
+        if request.prompt != "builder_clip":
+            return
+        with lock:
+            seen["perception"] += 1
+            if seen["perception"] == 5 and "run" in process:
+                os.kill(process["run"].pid, signal.SIGKILL)
+
+    with FakeOpenAIServer() as server:
+        server.on(None, ScriptedBuilderModel(video.fps, video.scenes, on_request=kill_after_five))
+        # No response cache: only the checkpoints can spare a repeated call.
+        command = cli(
+            str(video.path), str(out), "--quiet", "--concurrency", "2",
+            base_url=server.base_url, extra=("cache.enabled=false",),
+        )  # fmt: skip
+        process["run"] = subprocess.Popen(
+            command, cwd=ROOT, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        process["run"].communicate(timeout=240)
+        assert process["run"].returncode == -signal.SIGKILL
+        assert not (out / "memory.json").exists()
+        finished = {p.stem for p in (out / "build" / "perception").glob("*.json")}
+        assert 1 <= len(finished) < 12
+        del process["run"]
+
+        server.reset()
+        server.on(None, ScriptedBuilderModel(video.fps, video.scenes))
+        rerun = subprocess.run(command, cwd=ROOT, env=environment(), capture_output=True, text=True)
+        assert rerun.returncode == 0, rerun.stderr
+        asked = perception_requests(server.requests)
+        assert not set(asked) & finished  # no finished clip is asked again
+        assert set(asked) == {f"clip_{k:04d}" for k in range(1, 13)} - finished
+        assert all(n == 1 for n in asked.values())
+        memory = load_memory(out)
+        assert len(memory.clips) == 12 and all(c.captions for c in memory.clips)
+
+        server.reset()
+        server.on(None, ScriptedBuilderModel(video.fps, video.scenes))
+        third = subprocess.run(command, cwd=ROOT, env=environment(), capture_output=True, text=True)
+        assert third.returncode == 0, third.stderr
+        assert server.requests == []
+        assert load_memory(out) == memory
+
+
+def test_many_videos_build_under_one_root_with_an_export(video: TestVideo, tmp_path: Path) -> None:
+    folder = tmp_path / "videos"
+    folder.mkdir()
+    make_test_video(folder / "short.mp4", 40, fps=4, size=(192, 108), scene_s=10)
+    (folder / "rooms.mp4").symlink_to(video.path)
+    (folder / "notes.txt").write_text("not a video")
+    with FakeOpenAIServer() as server:
+        # Both videos follow the same scene schedule (10 s scenes from the same list).
+        server.on(None, ScriptedBuilderModel(video.fps, video.scenes))
+        command = cli(
+            "--videos", str(folder), "--out", str(tmp_path / "memories"), "--quiet", "--json",
+            "--export-memdreamer", str(tmp_path / "released"),
+            base_url=server.base_url, extra=("cache.enabled=false",),
+        )  # fmt: skip
+        result = subprocess.run(
+            command, cwd=ROOT, env=environment(), capture_output=True, text=True
+        )
+    assert result.returncode == 0, result.stderr
+    reports = json.loads(result.stdout)
+    assert [Path(r["out"]).name for r in reports] == ["rooms", "short"]
+    assert all(r["status"] == "complete" for r in reports)
+    for stem, clips in (("rooms", 12), ("short", 4)):
+        memory = load_memory(tmp_path / "memories" / stem)
+        assert len(memory.clips) == clips
+        assert (tmp_path / "released" / stem / "phase4" / "hierarchical_graph_final.json").is_file()
+        assert (tmp_path / "released" / stem / "embeddings.json").is_file()
+        keyframes = list((tmp_path / "released" / stem).glob("phase2_topdown/*/*/features/*/*.jpg"))
+        assert keyframes  # each entity's best frame, from the kept frames
+    inspect = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "videotapestry.cli",
+            "inspect",
+            str(tmp_path / "memories" / "short"),
+        ],
+        cwd=ROOT,
+        env=environment(),
+        capture_output=True,
+        text=True,
+    )
+    assert inspect.returncode == 0 and "macro_0000" in inspect.stdout
+
+
+def test_a_stopped_build_exits_2_with_the_reason(video: TestVideo, tmp_path: Path) -> None:
+    with FakeOpenAIServer() as server:
+        from videotapestry.testing import FakeReply
+
+        server.on(
+            None, lambda r: FakeReply(content="The model `fake-vlm` does not exist", status=404)
+        )
+        command = cli(
+            str(video.path), str(tmp_path / "m"), "--quiet",
+            base_url=server.base_url, extra=("cache.enabled=false",),
+        )  # fmt: skip
+        result = subprocess.run(
+            command, cwd=ROOT, env=environment(), capture_output=True, text=True
+        )
+        assert len(server.requests) == 1
+    assert result.returncode == 2
+    assert "role builder_clip" in result.stderr and "does not exist" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,85 @@
+"""Builder prompts: each renders with the variables the builder passes, names every JSON key
+of its reply schema, and is our own wording (no 8-word run shared with the paper)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from memory_builders.schemas import BUILDER_PROMPT_ROLES, BUILDER_SCHEMAS
+from videotapestry.config import MODEL_ROLES
+from videotapestry.prompts import PromptRegistry
+
+PAPER = Path(__file__).parents[2] / "shared" / "papers" / "videotapestry-paper.txt"
+
+VARIABLES: dict[str, dict] = {
+    "builder_clip": {
+        "clip_id": "clip_0003",
+        "clip_start": "00:20",
+        "clip_end": "00:40",
+        "video_duration": "1:02:00",
+        "image_notes": ["Image 1: a grid of 6 frames in 3 columns and 2 rows, at 00:21, 00:24"],
+        "transcript": "[00:22-00:25] Welcome back.",
+        "ocr_lines": "",
+    },
+    "builder_macro_boundaries": {
+        "clips": ["clip_0001 [00:00-00:20] A chef greets the viewers."],
+        "window_start": "00:00",
+        "window_end": "10:00",
+        "video_duration": "1:02:00",
+    },
+    "builder_macro": {
+        "macro_id": "macro_0002",
+        "start": "05:00",
+        "end": "08:00",
+        "captions": ["[05:00-05:20] The chef chops onions."],
+        "nodes": "slot2_e1 [@05:02] Maria (person): the chef",
+    },
+    "builder_entity_merge": {"pairs": ['p1: "Maria" (person): chef | "Chef Maria" (person)']},
+    "builder_super": {
+        "events": ["macro_0000 [00:00-03:00] Intro: the chef greets viewers."],
+        "video_duration": "1:02:00",
+        "target_minutes": "15",
+        "max_stages": 12,
+    },
+    "builder_root": {
+        "stages": ["super_01 [00:00-20:00] Preparation: vegetables are cut."],
+        "video_duration": "1:02:00",
+    },
+}
+
+
+@pytest.fixture()
+def registry() -> PromptRegistry:
+    return PromptRegistry()
+
+
+def test_every_builder_prompt_has_a_schema_and_a_builder_role(registry: PromptRegistry) -> None:
+    names = {n for n in registry.names() if n.startswith("builder_")}
+    assert names == set(BUILDER_SCHEMAS) == set(VARIABLES) == set(BUILDER_PROMPT_ROLES)
+    assert set(BUILDER_PROMPT_ROLES.values()) <= set(MODEL_ROLES)
+
+
+@pytest.mark.parametrize("name", sorted(VARIABLES))
+def test_builder_prompts_render_and_name_their_keys(registry: PromptRegistry, name: str) -> None:
+    prompt = registry.render(name, **VARIABLES[name])
+    assert prompt.system and prompt.user
+    assert registry.variables(name) == set(VARIABLES[name])
+    for key in BUILDER_SCHEMAS[name].model_fields:
+        assert f'"{key}"' in prompt.system, f"{name} does not ask for key {key}"
+
+
+@pytest.mark.skipif(not PAPER.is_file(), reason="the paper text is not in this checkout")
+def test_builder_prompts_are_in_our_own_words(registry: PromptRegistry) -> None:
+    def words(text: str) -> list[str]:
+        return re.findall(r"[a-z0-9]+", text.lower())
+
+    paper = words(PAPER.read_text(encoding="utf-8"))
+    runs = {tuple(paper[i : i + 8]) for i in range(len(paper) - 7)}
+    for name in VARIABLES:
+        text = words(registry.source(name))
+        shared = [" ".join(text[i : i + 8]) for i in range(len(text) - 7)
+                  if tuple(text[i : i + 8]) in runs]  # fmt: skip
+        assert not shared, f"{name} repeats the paper: {shared[0]}"
