@@ -3,16 +3,11 @@ of its reply schema, and is our own wording (no 8-word run shared with the paper
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
 from memory_builders.schemas import BUILDER_PROMPT_ROLES, BUILDER_SCHEMAS
 from videotapestry.config import MODEL_ROLES
 from videotapestry.prompts import PromptRegistry
-
-PAPER = Path(__file__).parents[2] / "shared" / "papers" / "videotapestry-paper.txt"
 
 VARIABLES: dict[str, dict] = {
     "builder_clip": {
@@ -71,15 +66,4 @@ def test_builder_prompts_render_and_name_their_keys(registry: PromptRegistry, na
         assert f'"{key}"' in prompt.system, f"{name} does not ask for key {key}"
 
 
-@pytest.mark.skipif(not PAPER.is_file(), reason="the paper text is not in this checkout")
-def test_builder_prompts_are_in_our_own_words(registry: PromptRegistry) -> None:
-    def words(text: str) -> list[str]:
-        return re.findall(r"[a-z0-9]+", text.lower())
-
-    paper = words(PAPER.read_text(encoding="utf-8"))
-    runs = {tuple(paper[i : i + 8]) for i in range(len(paper) - 7)}
-    for name in VARIABLES:
-        text = words(registry.source(name))
-        shared = [" ".join(text[i : i + 8]) for i in range(len(text) - 7)
-                  if tuple(text[i : i + 8]) in runs]  # fmt: skip
-        assert not shared, f"{name} repeats the paper: {shared[0]}"
+# Their wording is checked with every other prompt's against the paper in test_prompts.py.

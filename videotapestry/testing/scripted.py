@@ -164,11 +164,11 @@ class ScriptedModel:
 
     def _final_answer(self, request: RecordedRequest) -> dict:
         """The option the memory mentions most; no mention at all gives no usable letter."""
-        memory = section(request.text, "Video memory:")
+        memory = section(request.text, "Video memory:").casefold()
         options = re.findall(
             r"^\(?([A-Z])[.)]\s*(.+)$", section(request.text, "Options:", "Search trace:"), re.M
         )
-        counts = {letter: memory.count(body.strip()) for letter, body in options}
+        counts = {letter: memory.count(body.strip().casefold()) for letter, body in options}
         if not counts or max(counts.values()) == 0:
             return {"reasoning": "The memory names none of the options.", "answer": "unknown"}
         letter = max(counts, key=lambda key: counts[key])  # ties: the earlier option
