@@ -360,8 +360,15 @@ class VideoTapestry:
     ) -> Any:
         """Build (or resume building) the memory of ``video`` into ``out`` with this
         instance's config, models and embedder; returns a ``memory_builders.BuildResult``."""
-        return self._memory_builder(progress).build(
-            video, out, subtitles=subtitles, restart=restart, export_memdreamer=export_memdreamer
+        return self._sync(
+            self.abuild_memory(
+                video,
+                out,
+                subtitles,
+                restart=restart,
+                export_memdreamer=export_memdreamer,
+                progress=progress,
+            )
         )
 
     async def abuild_memory(
