@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from videotapestry.config import Config, load_config
+from videotapestry.config import Config, EmbeddingConfig, load_config
+from videotapestry.embeddings import SentenceTransformerEmbedder
 from videotapestry.testing import FakeOpenAIServer
 
 #: Looks like a real key so the redaction patterns are exercised too.
@@ -53,11 +54,8 @@ def jpeg_bytes(color: tuple[int, int, int], size: tuple[int, int] = (64, 36)) ->
 
 
 @pytest.fixture(scope="session")
-def embedder():
-    """The packaged MiniLM, loaded once for every end-to-end method test."""
-    from videotapestry.config import EmbeddingConfig
-    from videotapestry.embeddings import SentenceTransformerEmbedder
-
+def embedder() -> SentenceTransformerEmbedder:
+    """The packaged MiniLM, loaded once for every test that embeds."""
     return SentenceTransformerEmbedder(
         EmbeddingConfig(model="packaged:all-MiniLM-L6-v2", query_prompt_name=None)
     )

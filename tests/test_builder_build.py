@@ -24,8 +24,7 @@ from memory_builders.report import (
     TooManyFailuresError,
     summary_text,
 )
-from videotapestry.config import EmbeddingConfig, load_config
-from videotapestry.embeddings import SentenceTransformerEmbedder
+from videotapestry.config import load_config
 from videotapestry.memory import (
     RELATION_TYPES,
     EntityNode,
@@ -45,13 +44,6 @@ from videotapestry.testing.scripted_builder import (
 from videotapestry.video import fingerprint
 
 KEY = "sk-test-builder-0123456789abcdef"
-
-
-@pytest.fixture(scope="module")
-def embedder() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder(
-        EmbeddingConfig(model="packaged:all-MiniLM-L6-v2", query_prompt_name=None)
-    )
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -17,8 +17,7 @@ from memory_builders.ocr import same_text, text_key
 from memory_builders.progress import BuildProgress
 from videotapestry.api import VideoTapestry
 from videotapestry.asr.stored import StoredTranscript
-from videotapestry.config import EmbeddingConfig, load_config
-from videotapestry.embeddings import SentenceTransformerEmbedder
+from videotapestry.config import load_config
 from videotapestry.memory import EntityNode, OCRTextNode
 from videotapestry.testing import FakeOpenAIServer
 from videotapestry.testing.builder_media import make_text_schedule_video, text_schedule
@@ -37,13 +36,6 @@ def api_key() -> Iterator[None]:
         patch.setenv("OPENAI_API_KEY", KEY)
         patch.delenv("OPENAI_BASE_URL", raising=False)
         yield
-
-
-@pytest.fixture(scope="module")
-def embedder() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder(
-        EmbeddingConfig(model="packaged:all-MiniLM-L6-v2", query_prompt_name=None)
-    )
 
 
 def test_ocr_nodes_cover_the_scheduled_scene_texts(tmp_path: Path, embedder) -> None:

@@ -11,11 +11,6 @@ from videotapestry.embeddings import EmbeddingError, SentenceTransformerEmbedder
 PACKAGED = "packaged:all-MiniLM-L6-v2"
 
 
-@pytest.fixture(scope="module")
-def embedder() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder(EmbeddingConfig(model=PACKAGED, query_prompt_name=None))
-
-
 def test_vectors_are_normalized_and_rank_by_meaning(embedder: SentenceTransformerEmbedder) -> None:
     docs = embedder.embed(
         ["The oven is set to 220 degrees.", "A man rides a bicycle.", "Tom holds a score card."]

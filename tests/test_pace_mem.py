@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from videotapestry.config import EmbeddingConfig, PaceMemConfig, load_config
-from videotapestry.embeddings import SentenceTransformerEmbedder
+from videotapestry.config import PaceMemConfig, load_config
 from videotapestry.errors import ConfigError, RetrievalError
 from videotapestry.retrieval import (
     Clip,
@@ -75,13 +74,6 @@ def test_mmr_picks_the_complementary_clip_second_hand_built() -> None:
     # ... while MMR takes the best copy and then the complementary clip.
     assert [ids[i] for i in by_mmr.order[:2]] == ["same0", "other"]
     assert by_mmr.order_scores[1] == pytest.approx(0.7 * 0.70 - 0.3 * (0.80 * 0.70), abs=0.02)
-
-
-@pytest.fixture(scope="module")
-def embedder() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder(
-        EmbeddingConfig(model="packaged:all-MiniLM-L6-v2", query_prompt_name=None)
-    )
 
 
 def test_mmr_picks_the_complementary_clip_second_with_real_embeddings(embedder) -> None:
