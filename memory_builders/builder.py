@@ -1163,7 +1163,10 @@ class _BuildRun:
                     self.transcript.to_file(self.info.fingerprint).to_json(),
                 )
             write_json_atomic(staging / REPORT_FILE, self.report.to_json())
-            # The manifest moves last: a memory directory without it is not a memory yet.
+            # The old manifest goes first and the new one moves last: a directory without a
+            # manifest is not a memory yet, so a kill between the moves never leaves new
+            # files under an old manifest (the rerun writes them again).
+            (self.out / MANIFEST_FILE).unlink(missing_ok=True)
             names = sorted(p.name for p in staging.iterdir() if p.name != MANIFEST_FILE)
             for stale in ("embeddings.npy", "embedding_ids.json", TRANSCRIPT_FILE):
                 if stale not in names:

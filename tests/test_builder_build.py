@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import shutil
 from collections import Counter
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from memory_builders.report import (
     summary_text,
 )
 from videotapestry.config import load_config
+from videotapestry.errors import MemoryFormatError
 from videotapestry.memory import (
     RELATION_TYPES,
     EntityNode,
@@ -217,6 +219,30 @@ def test_a_rebuild_makes_no_model_calls(built: Built, embedder, tmp_path: Path) 
     assert len(server.requests) == before
     assert fresh.memory == built.memory
     assert fresh.report.usage["cached_calls"] == fresh.report.usage["calls"] > 0
+
+
+def test_a_build_killed_while_moving_its_files_leaves_no_stale_memory(
+    built: Built, embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = _copy(built, tmp_path)
+    real_replace, moved = os.replace, []
+
+    def dying_replace(src, dst) -> None:
+        if Path(dst).parent == out and moved:
+            raise KeyboardInterrupt  # the process dies after the first file moved
+        real_replace(src, dst)
+        if Path(dst).parent == out:
+            moved.append(Path(dst).name)
+
+    monkeypatch.setattr(os, "replace", dying_replace)
+    with pytest.raises(KeyboardInterrupt):
+        build(built.server, embedder, built.video.path, out, f"cache.path={built.cache}")
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert moved and not (out / "manifest.json").exists()
+    with pytest.raises(MemoryFormatError, match=r"manifest\.json is missing"):
+        load_memory(out)
+    again = build(built.server, embedder, built.video.path, out, f"cache.path={built.cache}")
+    assert load_memory(out) == again.memory == built.memory
 
 
 def _copy(built: Built, tmp_path: Path) -> Path:
