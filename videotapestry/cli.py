@@ -4,7 +4,8 @@ Commands: ``build-memory`` (a raw video to a memory, resumable; memory_builders/
 ``ask`` (one question, with a progress display and a saved trace),
 ``import-memdreamer`` and ``inspect`` (memories), ``prompts list|show`` (which template each
 role uses, overrides included), ``config show`` (the fully resolved configuration) and
-``check-endpoint`` (one real JSON call, to check a key, base URL and model name first).
+``check-endpoint`` (one real JSON call, to check a key, base URL and model name first) and
+``demo`` (the shipped sample video with the offline model; videotapestry/demo/cli.py).
 Errors of ours print one line and exit with status 2 instead of a traceback.
 
 Exit status of ``ask`` and ``reanswer``: 0 answered; 2 an error stopped it (bad input, a
@@ -184,6 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     from memory_builders.cli import add_parser as add_build_memory
 
     add_build_memory(commands, _add_config_options)
+    from videotapestry.demo.cli import add_parser as add_demo
+
+    add_demo(commands, _add_config_options)
     return parser
 
 
@@ -212,6 +216,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from memory_builders.cli import run as build_memory
 
             return build_memory(args)
+        if args.command == "demo":
+            from videotapestry.demo.cli import run as demo
+
+            return demo(args)
     except VideoTapestryError as exc:
         print(f"videotapestry: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -1,0 +1,266 @@
+"""``videotapestry demo``: build the sample video's memory, answer its questions, show why.
+
+The demo is the framework's first impression, so it runs the real thing end to end — the
+memory builder over the shipped sample video, then the full method for every shipped
+question — and prints what a researcher would check first: the answer, whether it is right,
+the levels visited and the moments (frames, transcript lines) the answer rests on. With the
+offline profile nothing needs a key or a download. The memory and the model replies are
+cached in the user cache directory, so a second run rebuilds nothing and repeats no call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from videotapestry.errors import VideoTapestryError
+from videotapestry.question import option_label
+from videotapestry.timecode import format_timestamp
+
+if TYPE_CHECKING:
+    from videotapestry.api import VideoTapestry
+    from videotapestry.result import Result
+
+
+@dataclass(frozen=True)
+class DemoQuestion:
+    id: str
+    question: str
+    options: list[str]
+    answer: str
+    #: Where the answer is to be found: "screen", "speech" or "both".
+    evidence: str = ""
+
+
+@dataclass(frozen=True)
+class Sample:
+    video: Path
+    questions: list[DemoQuestion]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Moments the answer rests on: frames read and transcript lines quoted."""
+
+    frames: list[tuple[str, float, str]] = field(default_factory=list)  # level, time, text
+    speech: list[tuple[float, float, str]] = field(default_factory=list)
+
+
+@dataclass
+class DemoOutcome:
+    question: DemoQuestion
+    result: Result
+    evidence: Evidence
+
+    @property
+    def correct(self) -> bool:
+        return self.result.answer == self.question.answer
+
+
+@dataclass
+class DemoReport:
+    outcomes: list[DemoOutcome]
+    memory_dir: Path
+    build_s: float
+    answer_s: float
+    build_calls: int  # model calls the build made (0: everything came from its checkpoints)
+    pages: list[Path] = field(default_factory=list)
+
+    @property
+    def score(self) -> tuple[int, int]:
+        return sum(o.correct for o in self.outcomes), len(self.outcomes)
+
+
+def demo_cache_dir() -> Path:
+    """Where the demo keeps the sample's memory and its model replies between runs."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "videotapestry" / "demo"
+
+
+def load_questions(path: str | Path) -> list[DemoQuestion]:
+    """Questions in the shipped ``questions.json`` form (a list, or ``{"questions": [...]}``)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise VideoTapestryError(f"cannot read the demo questions {path}: {exc}") from None
+    items = data.get("questions", []) if isinstance(data, dict) else data
+    questions = []
+    for number, item in enumerate(items, start=1):
+        try:
+            questions.append(
+                DemoQuestion(
+                    id=str(item.get("id", f"q{number}")),
+                    question=str(item["question"]),
+                    options=[str(o) for o in item["options"]],
+                    answer=str(item["answer"]).strip().upper(),
+                    evidence=str(item.get("evidence", "")),
+                )
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise VideoTapestryError(
+                f"{path}: question {number} lacks question, options or answer ({exc})"
+            ) from None
+    if not questions:
+        raise VideoTapestryError(f"{path} holds no questions")
+    return questions
+
+
+def answer_evidence(result: Result) -> Evidence:
+    """The observed moments that name the chosen option (all observed moments if none does).
+
+    Visual observations report what was read with its time (``12:34: text``); ASR
+    observations carry the transcript lines they quoted, already checked against the
+    transcript. Matching the chosen option's text keeps the display to what mattered.
+    """
+    chosen = _option_text(result)
+    frames: list[tuple[str, float, str]] = []
+    speech: list[tuple[float, float, str]] = []
+    for outcome in result.levels:
+        for observation in outcome.observations:
+            if observation.kind == "asr":
+                speech.extend(observation.evidence_lines)
+                continue
+            for line in observation.result.splitlines():
+                moment = _TIMED.match(line.strip())
+                if moment:
+                    frames.append((outcome.level, _seconds(moment[1]), moment[2].strip()))
+    if chosen:
+        key = _words(chosen)
+        named_frames = [f for f in frames if key and key in _words(f[2])]
+        named_speech = [s for s in speech if key and key in _words(s[2])]
+        if named_frames or named_speech:
+            frames, speech = named_frames, named_speech
+    return Evidence(_unique(frames), _unique(speech))
+
+
+async def run_demo(
+    vt: VideoTapestry,
+    sample: Sample,
+    *,
+    memory_dir: Path,
+    rebuild: bool = False,
+    progress: bool = True,
+    on_outcome: Callable[[DemoOutcome], None] | None = None,
+    html_dir: Path | None = None,
+) -> DemoReport:
+    """Build (or reuse) the sample's memory, then answer every question with ``vt``."""
+    started = time.perf_counter()
+    # Always through the builder: its checkpoints make an unchanged rebuild free, and a
+    # changed model, prompt or setting redoes exactly what depends on it.
+    build = await vt.abuild_memory(sample.video, memory_dir, restart=rebuild, progress=progress)
+    build_calls = int(build.report.usage.get("calls", 0)) - int(
+        build.report.usage.get("cached_calls", 0)
+    )
+    build_s = time.perf_counter() - started
+    outcomes: list[DemoOutcome] = []
+    answering = time.perf_counter()
+    bar = _bar(len(sample.questions), progress)
+    try:
+        for question in sample.questions:
+            result = await vt.aanswer(
+                sample.video,
+                memory_dir,
+                question.question,
+                question.options,
+                question_id=question.id,
+            )
+            outcome = DemoOutcome(question, result, answer_evidence(result))
+            outcomes.append(outcome)
+            if bar is not None:
+                bar.update(1)
+            if on_outcome is not None:
+                on_outcome(outcome)
+    finally:
+        if bar is not None:
+            bar.close()
+    report = DemoReport(
+        outcomes, memory_dir, build_s, time.perf_counter() - answering, build_calls
+    )
+    if html_dir is not None:
+        report.pages = _write_pages([o.result for o in outcomes], html_dir, sample.video)
+    return report
+
+
+def render_outcome(outcome: DemoOutcome) -> str:
+    """A few lines per question: answer, right or wrong, levels, evidence, degradations."""
+    question, result = outcome.question, outcome.result
+    verdict = "right" if outcome.correct else f"WRONG (expected {question.answer})"
+    chosen = _option_text(result) or "no usable letter"
+    lines = [
+        f"{question.id}: {question.question}",
+        f"  answer {result.answer} — {chosen} ({verdict})",
+        f"  levels: {' → '.join(result.levels_visited) or 'none'}",
+    ]
+    for level, t, text in outcome.evidence.frames[:4]:
+        lines.append(f"  frame {format_timestamp(t)} ({level}): {text}")
+    for start, end, text in outcome.evidence.speech[:3]:
+        lines.append(f"  speech [{format_timestamp(start)}-{format_timestamp(end)}]: {text}")
+    if not outcome.evidence.frames and not outcome.evidence.speech:
+        lines.append("  evidence: none observed (answered from the stored memory)")
+    if result.reasoning:
+        lines.append(f"  because: {_shorten(result.reasoning, 200)}")
+    lines.extend(f"  degraded: {d.render()}" for d in result.degraded)
+    return "\n".join(lines)
+
+
+def render_summary(report: DemoReport) -> str:
+    right, total = report.score
+    memory = f"built ({report.build_calls} model calls)" if report.build_calls else "cached"
+    return (
+        f"{right}/{total} right · memory {memory}, {report.build_s:.1f} s "
+        f"({report.memory_dir}) · answering {report.answer_s:.1f} s"
+    )
+
+
+# -- internals ------------------------------------------------------------------------------
+
+_TIMED = re.compile(r"^\[?(\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?)\]?\s*[:\-–]\s*(.+)$")
+
+
+def _seconds(clock: str) -> float:
+    value = 0.0
+    for part in clock.split(":"):
+        value = value * 60 + float(part)
+    return value
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"[0-9a-z]+", text.casefold()))
+
+
+def _option_text(result: Result) -> str:
+    for option in result.options:
+        letter, body = option_label(option)
+        if letter == result.answer:
+            return body
+    return ""
+
+
+def _unique(items: Sequence[Any]) -> list[Any]:
+    return list(dict.fromkeys(items))
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _bar(total: int, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="answering", unit="question", leave=False)
+
+
+def _write_pages(results: list[Result], out_dir: Path, video: Path) -> list[Path]:
+    from videotapestry.views.trace_html import write_question_pages
+
+    return write_question_pages(results, out_dir, video=video)
