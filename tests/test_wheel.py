@@ -19,6 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 PROBE = """
 import json, videotapestry
 from videotapestry.config import load_config
+from videotapestry.demo import sample_questions, sample_video_path
+from videotapestry.demo.speech import load_speech
 from videotapestry.prompts import PromptRegistry
 registry = PromptRegistry()
 prompt = registry.render("final_answer", question="q", options=["A. a"], handoff_trace="",
@@ -27,7 +29,11 @@ config = load_config(profile="local")
 print(json.dumps({"package": videotapestry.__file__,
                   "prompt": registry.resolve("final_answer").path.as_posix(),
                   "names": registry.names(), "hash": prompt.hash,
-                  "base_url": config.models.default.base_url}))
+                  "base_url": config.models.default.base_url,
+                  "sample": sample_video_path().as_posix(),
+                  "sample_found": sample_video_path().is_file(),
+                  "sample_questions": len(sample_questions()["questions"]),
+                  "speech_clips": len(load_speech().clips)}))
 """
 
 
@@ -63,6 +69,9 @@ def test_wheel_ships_packages_prompts_and_configs(wheel: Path) -> None:
     assert "videotapestry/_resources/configs/profiles/local.yaml" in names
     assert "memory_builders/__init__.py" in names
     assert "memory_builders/builder.py" in names
+    # the demo sample and the speech clips it is regenerated from
+    for data in ("sample.mp4", "questions.json", "speech/manifest.json", "speech/welcome_2.ogg"):
+        assert f"videotapestry/demo/data/{data}" in names
     top_level = {name.split("/")[0] for name in names}
     assert "prompts" not in top_level and "configs" not in top_level
 
@@ -81,3 +90,6 @@ def test_installed_wheel_loads_prompts_and_configs(wheel: Path, tmp_path: Path) 
     # every role ships: the method's and the memory builder's
     assert sorted(probe["names"]) == sorted([*OUTPUT_SCHEMAS, *BUILDER_SCHEMAS])
     assert probe["base_url"] == "http://localhost:8000/v1"
+    assert probe["sample_found"]
+    assert probe["sample"].startswith(target.as_posix() + "/videotapestry/demo/data/")
+    assert probe["sample_questions"] >= 3 and probe["speech_clips"] > 0

@@ -178,3 +178,8 @@ class TranscriptionError(VideoTapestryError):
 
 class SubtitleError(VideoTapestryError):
     """A subtitle file is missing or cannot be parsed; the message names the file and line."""
+
+
+class SampleVideoError(VideoTapestryError, ValueError):
+    """The demo sample video cannot be generated as asked: a parameter the layout cannot
+    honour, or speech assets that are missing or were made from other sentences."""
