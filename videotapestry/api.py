@@ -24,7 +24,7 @@ from typing import Any
 from videotapestry.agents.answer import run_answer_agent
 from videotapestry.agents.context import ProgressCallback, RunContext
 from videotapestry.agents.rules import is_global_question
-from videotapestry.agents.state import AnswerOutcome, Degradation, QuestionInput
+from videotapestry.agents.state import AnswerOutcome, Degradation, LevelOutcome, QuestionInput
 from videotapestry.asr import TranscriptSource, make_transcript_source
 from videotapestry.assemble import assemble
 from videotapestry.config import Config, load_config
@@ -290,6 +290,9 @@ class VideoTapestry:
             reassembled_from=exploration.run_id or item.question_id,
             memory_source=_memory_source(memory),
             video_fingerprint=exploration.video_fingerprint,
+            video_path=exploration.video_path,
+            video_duration_s=exploration.video_duration_s or loaded.memory.duration,
+            node_times=_node_times(loaded.memory, exploration.levels),
         )
 
     async def abatch(
@@ -546,7 +549,24 @@ class VideoTapestry:
             run_id=uuid.uuid4().hex[:12],
             memory_source=_memory_source(memory),
             video_fingerprint=ctx.video.info.fingerprint if ctx.video is not None else None,
+            video_path=str(Path(ctx.video.info.path).resolve()) if ctx.video is not None else None,
+            video_duration_s=ctx.duration_s,
+            node_times=_node_times(ctx.memory, levels),
         )
+
+
+def _node_times(
+    memory: VideoMemory, levels: Sequence[LevelOutcome]
+) -> dict[str, tuple[float, float]]:
+    """Where the nodes each level weighed lie in the video: the root, candidates, selections."""
+    ids = [memory.root.id]
+    for outcome in levels:
+        ids += [*outcome.candidate_ids, *outcome.selected_ids, *outcome.protected_ids]
+    return {
+        node_id: (memory.time_range(node_id).start, memory.time_range(node_id).end)
+        for node_id in dict.fromkeys(ids)
+        if node_id in memory
+    }
 
 
 def _memory_source(memory: str | Path | VideoMemory) -> str | None:

@@ -1,11 +1,12 @@
 """The ``videotapestry`` command line.
 
 Commands: ``build-memory`` (a raw video to a memory, resumable; memory_builders/cli.py),
-``ask`` (one question, with a progress display and a saved trace),
-``import-memdreamer`` and ``inspect`` (memories), ``prompts list|show`` (which template each
-role uses, overrides included), ``config show`` (the fully resolved configuration) and
-``check-endpoint`` (one real JSON call, to check a key, base URL and model name first) and
-``demo`` (the shipped sample video with the offline model; videotapestry/demo/cli.py).
+``ask`` (one question, with a progress display and a saved trace), ``import-memdreamer``,
+``inspect`` (a memory, or a saved run's trace as a summary or an HTML picture),
+``prompts list|show`` (which template each role uses, overrides included), ``config show``
+(the fully resolved configuration), ``check-endpoint`` (one real JSON call, to check a
+key, base URL and model name first) and ``demo`` (the shipped sample video with the
+offline model; videotapestry/demo/cli.py).
 Errors of ours print one line and exit with status 2 instead of a traceback.
 
 Exit status of ``ask`` and ``reanswer``: 0 answered; 2 an error stopped it (bad input, a
@@ -34,6 +35,7 @@ from videotapestry.question import option_label
 from videotapestry.schemas import FinalAnswer
 
 if TYPE_CHECKING:
+    from videotapestry.agents.state import LevelOutcome
     from videotapestry.api import VideoTapestry
     from videotapestry.result import Result
 
@@ -171,15 +173,24 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_options(importer)
 
     inspect = commands.add_parser(
-        "inspect", help="show a memory (native or MemDreamer directory) as a tree, JSON or HTML"
+        "inspect",
+        help="show a memory (native or MemDreamer directory) as a tree, JSON or HTML, or a "
+        "saved run (trace JSON) as a summary or an HTML picture of what the agents did",
     )
-    inspect.add_argument("path", help="memory directory")
+    inspect.add_argument("path", help="memory directory, or trace JSON saved by `ask`")
     inspect.add_argument(
-        "--json", action="store_true", help="print counts and every node's id, kind, label, time"
+        "--json",
+        action="store_true",
+        help="memory: counts and every node's id, kind, label, time; trace: the result summary",
     )
-    inspect.add_argument("--html", metavar="FILE", help="also write a browsable HTML page")
+    inspect.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page")
     inspect.add_argument(
         "--depth", type=int, default=None, help="tree depth (1 SuperEvents, 2 MacroEvents)"
+    )
+    inspect.add_argument(
+        "--video",
+        metavar="PATH",
+        help="trace only: the video to take the frames from (default: the one the trace recorded)",
     )
 
     from memory_builders.cli import add_parser as add_build_memory
@@ -371,8 +382,13 @@ def _import_memdreamer(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+    path = Path(args.path)
+    if path.is_file() or path.suffix.lower() == ".json":
+        return _inspect_trace(args)
+    if args.video:
+        raise VideoTapestryError(
+            f"--video applies to a trace JSON, and {path} is a memory directory"
+        )
     from videotapestry.memory import open_memory
     from videotapestry.memory.inspect import memory_html, memory_summary, memory_tree
 
@@ -390,6 +406,62 @@ def _inspect(args: argparse.Namespace) -> int:
         if args.html:
             print(f"wrote {args.html}")
     return 0
+
+
+def _inspect_trace(args: argparse.Namespace) -> int:
+    """A saved run: a short summary (or its result as JSON), and with ``--html`` its page."""
+    from videotapestry.views.trace_data import load_question_trace
+    from videotapestry.views.trace_html import question_page, thumbnails_for
+
+    if args.depth is not None:
+        raise VideoTapestryError(f"--depth applies to memories, and {args.path} is a trace")
+    trace = load_question_trace(args.path)
+    if args.html:
+        page = question_page(trace, thumbnails_for(trace, video=args.video))
+        target = Path(args.html)
+        try:
+            target.write_text(page, encoding="utf-8")
+        except OSError as exc:
+            raise VideoTapestryError(f"cannot write {target}: {exc.strerror or exc}") from None
+    if args.json:
+        from videotapestry.result import read_trace
+
+        print(json.dumps(read_trace(args.path)["result"], ensure_ascii=False, indent=1))
+        return 0
+    chosen = next((o for o in trace.options if option_label(o) == trace.answer), "")
+    print(f"question {trace.question_id}: {trace.question}")
+    print(f"answer: {trace.answer}  {chosen}  ({trace.answer_source}, variant {trace.variant})")
+    for line in _level_lines(trace.levels):
+        print(line)
+    for degradation in trace.degraded:
+        print(f"  degraded: {degradation.render()}")
+    usage = trace.usage
+    cost = "unknown" if usage.get("cost_usd") is None else f"${usage['cost_usd']:.4f}"
+    print(
+        f"calls {usage.get('calls', 0)}, images {usage.get('images', 0)}, tokens "
+        f"{usage.get('prompt_tokens', 0)}/{usage.get('completion_tokens', 0)}, cost {cost}, "
+        f"memory ≈{trace.memory_tokens} tokens"
+    )
+    if args.html:
+        print(f"wrote {args.html}")
+    return 0
+
+
+def _level_lines(levels: Sequence[LevelOutcome]) -> list[str]:
+    """One line per visited level: candidates, what it looked at, what it handed on."""
+    lines = []
+    for outcome in levels:
+        handed = "STOP" if outcome.stop else f"-> {', '.join(outcome.selected_ids)}"
+        looks = ", ".join(
+            f"{o.kind} {len(o.frame_times) or o.transcript_lines}"
+            + ("" if o.succeeded else " (failed)")
+            for o in outcome.observations
+        )
+        seen = looks or "no observation"
+        lines.append(
+            f"  {outcome.agent:<16} {len(outcome.candidate_ids)} candidates, {seen}; {handed}"
+        )
+    return lines
 
 
 def _progress_printer(quiet: bool):
@@ -429,17 +501,8 @@ def _finish(result: Result, trace_path: Path, *, as_json: bool, allow_degraded: 
         chosen = next((o for o in result.options if option_label(o) == result.answer), "")
         print(f"answer: {result.answer}  {chosen}")
         print(f"reasoning: {result.reasoning}")
-        for outcome in result.levels:
-            handed = "STOP" if outcome.stop else f"-> {', '.join(outcome.selected_ids)}"
-            looks = ", ".join(
-                f"{o.kind} {len(o.frame_times) or o.transcript_lines}"
-                + ("" if o.succeeded else " (failed)")
-                for o in outcome.observations
-            )
-            seen = looks or "no observation"
-            print(
-                f"  {outcome.agent:<16} {len(outcome.candidate_ids)} candidates, {seen}; {handed}"
-            )
+        for line in _level_lines(result.levels):
+            print(line)
         usage = result.usage
         cost = (
             f"cost ${usage.cost_usd:.4f}"

@@ -9,8 +9,6 @@ how the paper's Table 3(b) compares final memories over one fixed exploration.
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import os
 import tempfile
@@ -57,6 +55,11 @@ class Result:
     reassembled_from: str | None = None
     memory_source: str | None = None
     video_fingerprint: str | None = None
+    #: The video the agents saw (absolute path) and its duration, for pictures of the run.
+    video_path: str | None = None
+    video_duration_s: float | None = None
+    #: Time ranges (seconds) of the memory nodes the levels examined, for the same pictures.
+    node_times: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def levels_visited(self) -> list[str]:
@@ -97,6 +100,8 @@ class Result:
             "memory_text": self.memory_text,
             "memory_source": self.memory_source,
             "video_fingerprint": self.video_fingerprint,
+            "video": {"path": self.video_path, "duration_s": self.video_duration_s},
+            "node_times": {node: list(span) for node, span in self.node_times.items()},
             "levels": [outcome.model_dump(mode="json") for outcome in self.levels],
             "handoff": [entry.model_dump(mode="json") for entry in self.handoff],
             "events": json.loads(self.trace.to_json()),
@@ -108,51 +113,11 @@ class Result:
         return path
 
     def _repr_html_(self) -> str:
-        rows = "".join(
-            "<tr>"
-            f"<td>{html.escape(o.agent)}</td><td>{len(o.candidate_ids)}</td>"
-            f"<td>{html.escape(', '.join(o.selected_ids) or ('STOP' if o.stop else '-'))}</td>"
-            f"<td>{html.escape(o.instruction_out or '')}</td>"
-            f"<td>{html.escape('; '.join(observation_summary(x) for x in o.observations))}</td>"
-            "</tr>"
-            for o in self.levels
-        )
-        images = "".join(
-            f'<figure style="display:inline-block;margin:2px">'
-            f'<img style="width:220px" src="data:image/jpeg;base64,'
-            f'{base64.b64encode(image.jpeg).decode()}"/>'
-            f"<figcaption style='font-size:10px'>{html.escape(image.label)}</figcaption></figure>"
-            for image in self.images
-        )
-        usage = self.usage
-        note = (
-            f"<p><b>Observation disabled:</b> {html.escape(self.observation_disabled)}</p>"
-            if self.observation_disabled
-            else ""
-        )
-        degraded = "".join(f"<li>{html.escape(d.render())}</li>" for d in self.degraded)
-        if degraded:
-            note += f"<p><b>Degraded run:</b></p><ul>{degraded}</ul>"
-        cost = f"${usage.cost_usd:.4f}" if usage.cost_known else "cost unknown"
-        return (
-            f"<div><h4>{html.escape(self.question)}</h4>"
-            f"<p><b>Answer: {html.escape(self.answer)}</b> ({html.escape(self.answer_source)}) — "
-            f"{html.escape(self.reasoning)}</p>{note}"
-            "<table><tr><th>agent</th><th>candidates</th><th>selected</th>"
-            f"<th>instruction</th><th>observations</th></tr>{rows}</table>"
-            f"<p>{usage.calls} calls, {usage.images} images, {usage.prompt_tokens} prompt / "
-            f"{usage.completion_tokens} completion tokens, {cost}, memory "
-            f"≈{self.memory_tokens} tokens, variant {html.escape(self.variant)}</p>"
-            f"<details><summary>Composite memory</summary><pre>{html.escape(self.memory_text)}"
-            f"</pre></details><details><summary>Frames and grids seen ({len(self.images)})"
-            f"</summary>{images}</details></div>"
-        )
+        """The notebook view: the same picture ``inspect TRACE --html`` draws, from the
+        images this result kept (no video is decoded here)."""
+        from videotapestry.views.trace_html import result_fragment
 
-
-def observation_summary(obs: Any) -> str:
-    windows = ", ".join(f"{s:.0f}-{e:.0f}s" for s, e in obs.windows)
-    state = "ok" if obs.succeeded else f"failed: {obs.error}"
-    return f"{obs.kind} [{windows}] {state}"
+        return result_fragment(self)
 
 
 @dataclass(frozen=True)
@@ -167,6 +132,8 @@ class Exploration:
     memory_source: str | None
     video_fingerprint: str | None
     degraded: list[Degradation]
+    video_path: str | None = None
+    video_duration_s: float | None = None
 
     @classmethod
     def of(cls, result: Result) -> Exploration:
@@ -181,23 +148,32 @@ class Exploration:
             memory_source=result.memory_source,
             video_fingerprint=result.video_fingerprint,
             degraded=[d for d in result.degraded if d.level != "answer"],
+            video_path=result.video_path,
+            video_duration_s=result.video_duration_s,
         )
 
 
-def load_exploration(path: str | Path) -> Exploration:
-    """Read a trace saved by ``Result.save_trace`` back into an ``Exploration``."""
+def read_trace(path: str | Path) -> dict[str, Any]:
+    """The JSON of a trace saved by ``Result.save_trace``, checked to be one this version
+    reads; a clear error otherwise (missing file, not JSON, another format)."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise VideoTapestryError(f"cannot read trace {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise VideoTapestryError(f"trace {path} is not valid JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != TRACE_FORMAT or "handoff" not in data:
         raise VideoTapestryError(
-            f"{path} is not a trace this version can reanswer (saved by an older version, or "
-            "not a trace); rerun the question to save a new one"
+            f"{path} is not a trace this version reads (saved by an older version, or not a "
+            "trace saved by `ask`); rerun the question to save a new one"
         )
+    return data
+
+
+def load_exploration(path: str | Path) -> Exploration:
+    """Read a trace saved by ``Result.save_trace`` back into an ``Exploration``."""
+    data = read_trace(path)
     summary = data["result"]
     return Exploration(
         question=QuestionInput(
@@ -216,6 +192,8 @@ def load_exploration(path: str | Path) -> Exploration:
             for d in summary.get("degraded", [])
             if d.get("level") != "answer"
         ],
+        video_path=(data.get("video") or {}).get("path"),
+        video_duration_s=(data.get("video") or {}).get("duration_s"),
     )
 
 

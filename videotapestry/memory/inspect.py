@@ -15,6 +15,7 @@ from typing import Any
 
 from videotapestry.memory.schema import NODE_KINDS, AnyNode, EntityNode, VideoMemory, node_label
 from videotapestry.memory.serialize import clock_range, node_line, relation_line
+from videotapestry.views.page import html_page
 
 
 def memory_tree(memory: VideoMemory, *, max_depth: int | None = None) -> str:
@@ -83,18 +84,8 @@ def _tree_order(memory: VideoMemory) -> list[AnyNode]:
     return ordered
 
 
-_STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 2em; color: #222; max-width: 75em; }
-h1 { font-size: 1.4em; margin-bottom: .2em; }
-.muted { color: #666; }
-details { margin: .25em 0 .25em 1.2em; }
-summary { cursor: pointer; }
-code { font: 12px ui-monospace, monospace; background: #f2f2f2; padding: 0 .25em; }
-table { border-collapse: collapse; margin: .3em 0 .6em 1.2em; }
-td, th { border-bottom: 1px solid #ddd; padding: .15em .6em; text-align: left; }
-td { vertical-align: top; }
-.kind { font-size: 11px; color: #555; text-transform: uppercase; }
-ul.rel { margin: .2em 0 .6em 1.2em; font: 12px ui-monospace, monospace; }
+_CSS = """
+.vt ul.rel { margin: .2em 0 .6em 1.2em; font: 12px ui-monospace, monospace; }
 """
 
 
@@ -105,9 +96,6 @@ def memory_html(memory: VideoMemory, *, title: str | None = None) -> str:
     heading = title or root.title or root.id
     counts = ", ".join(f"{v} {k}" for k, v in memory.counts().items() if k in NODE_KINDS and v)
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{e(heading)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{e(heading)}</h1>",
         f'<p class="muted"><code>{e(root.id)}</code> [{e(clock_range(root.time_range))}] '
         f"· {e(counts)}</p>",
@@ -152,8 +140,7 @@ def memory_html(memory: VideoMemory, *, title: str | None = None) -> str:
                 parts.append(_relations_html(subgraph.relations, None))
             parts.append("</details>")
         parts.append("</details>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return html_page(heading, "\n".join(parts), css=_CSS)
 
 
 def _summary_html(node: AnyNode) -> str:

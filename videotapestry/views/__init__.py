@@ -1,0 +1,1 @@
+"""HTML views of memories and runs (see ``page`` for what every page promises)."""
