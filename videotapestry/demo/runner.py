@@ -180,9 +180,7 @@ async def run_demo(
     finally:
         if bar is not None:
             bar.close()
-    report = DemoReport(
-        outcomes, memory_dir, build_s, time.perf_counter() - answering, build_calls
-    )
+    report = DemoReport(outcomes, memory_dir, build_s, time.perf_counter() - answering, build_calls)
     if html_dir is not None:
         report.pages = _write_pages([o.result for o in outcomes], html_dir, sample.video)
     return report
