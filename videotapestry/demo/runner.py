@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from videotapestry.errors import VideoTapestryError
-from videotapestry.question import option_label
+from videotapestry.question import option_body, option_letters
 from videotapestry.timecode import format_timestamp
 
 if TYPE_CHECKING:
@@ -234,10 +234,9 @@ def _words(text: str) -> str:
 
 
 def _option_text(result: Result) -> str:
-    for option in result.options:
-        letter, body = option_label(option)
+    for letter, option in zip(option_letters(result.options), result.options):
         if letter == result.answer:
-            return body
+            return option_body(option)
     return ""
 
 
