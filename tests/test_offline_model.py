@@ -104,7 +104,9 @@ def offline_vt(*overrides: str, embedder=None, perception: Perception | None = N
     """A facade on the offline profile whose model calls are recorded."""
     config = load_config(profile="offline", overrides=list(overrides))
     recorder = Recorder(OfflineClientFactory(perception))
-    service = ModelService(config, client_factories={**default_client_factories(), "offline": recorder})
+    service = ModelService(
+        config, client_factories={**default_client_factories(), "offline": recorder}
+    )
     return VideoTapestry(config, service=service, embedder=embedder), recorder
 
 
@@ -183,7 +185,9 @@ def test_the_answer_is_read_off_the_video(plant: Built, tmp_path: Path, embedder
     assert (63.0, 68.0, "Remember the exit code on the sign by the door.") in speech.evidence_lines
 
     video, subtitles = make_plant(tmp_path, "7144")
-    vt, _ = offline_vt(*BUILD_OVERRIDES, embedder=embedder, perception=Perception(embedder=embedder))
+    vt, _ = offline_vt(
+        *BUILD_OVERRIDES, embedder=embedder, perception=Perception(embedder=embedder)
+    )
     vt.build_memory(video, tmp_path / "memory", subtitles)
     vt, _ = offline_vt("cache.enabled=false", embedder=embedder)
     again = ask(vt, video, tmp_path / "memory")

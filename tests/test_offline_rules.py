@@ -48,7 +48,7 @@ def test_memory_lines_keep_their_continuations_and_times() -> None:
         "super_02 [1:07:00-1:15:30] Roasting.\n"
         "macro_0002 [07:00-11:00] Evidence under macro_0002 (oven):\n"
         "- slot2_e1 [@07:05] Chef Maria (person): chef\n"
-        "- slot2_o1 [10:15-10:35] \"220°C\" (display): oven display"
+        '- slot2_o1 [10:15-10:35] "220°C" (display): oven display'
     )
     entries = read_entries(text)
     assert [e.id for e in entries] == ["super_01", "super_02", "macro_0002"]
@@ -56,7 +56,10 @@ def test_memory_lines_keep_their_continuations_and_times() -> None:
     assert entries[1].span == (4020.0, 4530.0)
     assert len(entries[2].body) == 2
     nested = read_entries("\n".join(entries[2].body), top_level=False)
-    assert [(e.id, e.span) for e in nested] == [("slot2_e1", (425.0, 425.0)), ("slot2_o1", (615.0, 635.0))]
+    assert [(e.id, e.span) for e in nested] == [
+        ("slot2_e1", (425.0, 425.0)),
+        ("slot2_o1", (615.0, 635.0)),
+    ]
 
 
 def test_question_options_transcript_and_sources_are_read_back() -> None:
@@ -70,7 +73,10 @@ def test_question_options_transcript_and_sources_are_read_back() -> None:
     assert question.question == "Which code\nis on the sign?"
     assert question.letters == ("A", "B") and question.bodies == ("1447", "4417")
     lines = read_transcript(section(prompt, "asr:", "observation_sources:"))
-    assert [(line.start, line.text) for line in lines] == [(5, "Remember the code."), (65, "Go now.")]
+    assert [(line.start, line.text) for line in lines] == [
+        (5, "Remember the code."),
+        (65, "Go now."),
+    ]
     assert lines[0].raw == "[00:05-00:09] Remember the code."
     visual, speech = read_sources(section(prompt, "observation_sources:"))
     assert [(f.start, f.end, f.text) for f in visual.facts] == [
@@ -170,7 +176,9 @@ def test_the_option_spelled_in_the_evidence_wins_over_lookalikes(embedder) -> No
     texts = [u for u, _ in units]
     question = "What is the exit code?"
     bodies = ["1447", "4417", "7144", "4471"]
-    vectors = dict(zip([question, *bodies, *texts], embedder.embed([question, *bodies, *texts]), strict=True))
+    vectors = dict(
+        zip([question, *bodies, *texts], embedder.embed([question, *bodies, *texts]), strict=True)
+    )
     scores = score_options("ABCD", bodies, texts, vectors, question, observed=[o for _, o in units])
     best = best_option(scores)
     assert best.letter == "B" and best.line == "01:00-01:29: EXIT CODE 4417"
