@@ -205,15 +205,15 @@ _OBSERVED = re.compile(
 def split_units(text: str) -> list[tuple[str, bool]]:
     """Evidence units of a memory text and whether each is an observation (a ``[Visual]`` /
     ``[Transcript]`` part, a quoted transcript line, an ``Observed:`` fact, an OCR node):
-    its lines, split further at ``;`` before a timestamp and, in long lines, at every
-    ``;``. Headings are skipped."""
+    its lines, split further at ``;`` before a timestamp and, in long lines, after every
+    ``;`` and sentence end. Headings are skipped."""
     units: dict[str, bool] = {}
     for line in text.split("\n"):
         line = line.strip().removeprefix("- ")
         if not line or _HEADING.match(line):
             continue
         observed = bool(_OBSERVED.search(line))
-        splitter = r"; (?=\S)" if len(line) > 160 else r"; (?=\d{1,2}:\d{2})"
+        splitter = r"(?<=[.;!?]) (?=\S)" if len(line) > 160 else r"; (?=\d{1,2}:\d{2})"
         for part in re.split(splitter, line):
             part = part.strip()
             if len(compact(part)) >= 2:
