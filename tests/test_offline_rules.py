@@ -243,3 +243,206 @@ def test_the_offline_profile_needs_no_api_key(monkeypatch: pytest.MonkeyPatch) -
     service.check_credentials()  # would raise ModelAuthError for the openai provider
     with pytest.raises(Exception, match="OPENAI_API_KEY"):
         ModelService(load_config()).check_credentials()
+
+
+# --------------------------------------------------------------------------- rules on real prompts
+
+QUESTION = "What is the exit code shown on the sign?"
+OPTIONS = ["A. 1447", "B. 4417", "C. 7144", "D. 4471"]
+SUPERS = (
+    "super_01 [00:00-02:00] Arrival: the tour starts at the gate.\n"
+    "super_02 [02:00-04:00] Exit hall: signs by the doors.\n"
+    "super_03 [04:00-06:00] Control room: screens and pumps."
+)
+
+
+@pytest.fixture(scope="module")
+def text_only(embedder) -> Perception:
+    return Perception(ocr_engine=object(), embedder=embedder)  # these prompts carry no image
+
+
+def _rule(name: str, perception: Perception, level: str | None = None, **variables) -> dict:
+    from memory_builders.schemas import BUILDER_SCHEMAS
+    from videotapestry.llm.offline.client import RULES
+    from videotapestry.llm.offline.reading import PromptView
+    from videotapestry.prompts import PromptRegistry
+    from videotapestry.schemas import OUTPUT_SCHEMAS
+
+    prompt = PromptRegistry().render(name, **variables)
+    reply = RULES[name](PromptView(name, prompt.system, prompt.user, (), level), perception)
+    {**OUTPUT_SCHEMAS, **BUILDER_SCHEMAS}[name].model_validate(reply)
+    return reply
+
+
+def test_the_transcript_tool_quotes_lines_the_program_accepts_as_verbatim(text_only) -> None:
+    from videotapestry.agents.rules import match_evidence_lines
+    from videotapestry.asr import TranscriptLine, format_transcript
+
+    lines = [
+        TranscriptLine(5, 9, "Welcome to the plant tour."),
+        TranscriptLine(65, 70, "Remember the exit code on the sign by the door."),
+        TranscriptLine(95, 99, "The pumps are loud today."),
+    ]
+    reply = _rule(
+        "asr_observation",
+        text_only,
+        observation_instruction="Quote what is said about exit code sign.",
+        asr=format_transcript(lines),
+    )
+    quoted = match_evidence_lines(reply["asr_evidence"], lines, windows=[(0, 120)])
+    assert quoted.lines == (lines[1],) and not quoted.unmatched
+    assert "01:05-01:10" in reply["observation_result"]
+
+
+def test_the_overview_plan_stays_inside_the_video_and_names_no_option(text_only) -> None:
+    reply = _rule(
+        "overview_planning",
+        text_only,
+        question=QUESTION,
+        options=OPTIONS,
+        video_duration=360.0,
+        observation_time_bounds=[0.0, 360.0],
+        global_summary="root [00:00-06:00] A plant tour.",
+        memories=SUPERS,
+        locator_results=(
+            "tool=multi_locator_compressed\nanchors: ['exit', 'code']\ncandidate_windows:\n"
+            "1. [02:30-02:40] (150-160 s) exit -> slot1_o1 OCRText 'EXIT 4417' [02:30-02:40]\n"
+            "unresolved_anchors: []"
+        ),
+        trajectory="",
+        limits={"max_observations": 2, "max_updates": 2, "max_calls": 4},
+        min_window_s=240,
+    )
+    [(start, end)] = reply["time_ranges"]
+    assert 0 <= start < 150 < 160 < end <= 360 and end - start == 240
+    assert set(reply["candidate_memory_ids"]) <= {"super_01", "super_02", "super_03"}
+    assert "super_02" in reply["candidate_memory_ids"]
+    assert not any(code in reply["observation_instruction"] for code in ("1447", "4417"))
+    assert reply["locator_time_hints_used"]
+
+
+def test_updates_write_in_range_facts_into_requested_memories_only(text_only) -> None:
+    import json
+
+    requests = [
+        {"memory_id": i, "time_range": r, "old_memory_text": t, "source_refs": ["V1"]}
+        for i, r, t in (
+            ("super_01", "00:00-02:00", "Arrival."),
+            ("super_02", "02:00-04:00", "Exit hall."),
+        )
+    ]
+    reply = _rule(
+        "super_update",
+        text_only,
+        question=QUESTION,
+        options=OPTIONS,
+        previous_instruction="",
+        update_instruction="Add the observed facts.",
+        observation_sources="V1 (visual; 00:00-04:00): 00:30: GATE 12\n02:30-02:59: EXIT CODE 4417",
+        update_requests=json.dumps(requests),
+    )["updated_memories"]
+    assert set(reply) == {"super_01", "super_02"}
+    assert reply["super_02"]["visual_observation"] == "02:30-02:59: EXIT CODE 4417"
+    assert reply["super_01"]["visual_observation"] == "00:30: GATE 12"
+
+    macros = (
+        "macro_0001 [02:00-03:00] The exit hall with its doors.\n"
+        "macro_0002 [03:00-04:00] Corridor.\n"
+        "macro_0003 [04:00-05:00] Pumps in a row.\n"
+        "macro_0004 [05:00-06:00] Screens."
+    )
+    reply = _rule(
+        "level_update",
+        text_only,
+        level="macro",
+        agent_name="Skim Agent",
+        memory_level="macro",
+        question=QUESTION,
+        options=OPTIONS,
+        upstream_instruction="",
+        update_instruction="",
+        memories=macros,
+        observations="V1 (visual; 02:00-03:00): 02:30-02:59: EXIT CODE 4417",
+    )["updated_memories"]
+    assert set(reply) == {"macro_0001", "macro_0002", "macro_0003", "macro_0004"}
+    assert reply["macro_0001"]["updated_text"].endswith("Observed: 02:30-02:59: EXIT CODE 4417")
+    irrelevant = [v for v in reply.values() if v["is_relevant"] is False]
+    assert irrelevant and all(len(v["updated_text"]) <= 10 for v in irrelevant)
+
+
+def test_decisions_select_the_observed_entry_and_stop_where_the_method_says(text_only) -> None:
+    common = {
+        "question": QUESTION,
+        "options": OPTIONS,
+        "upstream_instruction": "",
+        "trajectory": "",
+    }
+    memories = SUPERS.replace(
+        "signs by the doors.", "signs by the doors.\n[Visual] 02:30-02:59: EXIT CODE 4417"
+    )
+    reply = _rule(
+        "decision",
+        text_only,
+        level="super",
+        agent_name="Overview Agent",
+        memory_level="super",
+        memories=memories,
+        **common,
+    )
+    assert reply["selected_child_memory_ids"][0] == "super_02" and not reply["stop_descending"]
+    assert (
+        reply["template_type"] in {"identity", "temporal_order"}
+        and "4417" not in reply["next_instruct"]
+    )
+    reply = _rule(
+        "decision",
+        text_only,
+        level="super",
+        agent_name="Overview Agent",
+        memory_level="super",
+        memories=SUPERS,
+        **{**common, "question": "What is the main idea of the video?"},
+    )
+    assert reply["stop_descending"] and reply["template_type"] == "main_idea"
+    reply = _rule(
+        "decision",
+        text_only,
+        level="subgraph",
+        agent_name="Focus Agent",
+        memory_level="subgraph",
+        memories=SUPERS,
+        **common,
+    )
+    assert reply["stop_descending"] and reply["selected_child_memory_ids"] == []
+
+
+def test_the_controller_follows_its_budget(text_only) -> None:
+    variables = {
+        "question": QUESTION,
+        "options": OPTIONS,
+        "video_duration": 360.0,
+        "global_summary": "root",
+        "locator_results": "",
+        "hierarchy": SUPERS.replace("\nsuper_02", "\n  macro_0001 [00:00-02:00] Gate.\nsuper_02"),
+        "limits": {"max_observations": 6, "max_updates": 6, "max_calls": 12, "max_steps": 8},
+        "min_window_s": 600,
+        "max_frames": 50,
+        "max_asr_windows": 3,
+        "asr_min_s": 600,
+        "asr_max_s": 1200,
+    }
+
+    def step(trajectory: str, **left) -> dict:
+        counts = {"steps": 8, "observations": 6, "updates": 6, "calls": 12} | left
+        return _rule("controller", text_only, trajectory=trajectory, left=counts, **variables)
+
+    assert step("")["action"] == "observe_visual" and step("")["mode"] == "grids"
+    assert step("", observations=0)["action"] != "observe_visual"
+    done = "V1 visual observation [00:00-06:00]: 00:30: GATE 12"
+    assert step(done)["action"] == "observe_asr"
+    done += "\nobserve_asr: the transcript is not available"
+    assert step(done)["action"] == "update" and step(done)["level"] == "super"
+    done += "\nupdate (super): rewrote ['super_01']"
+    assert step(done) | {"memory_ids": ["macro_0001"]} == step(done)
+    assert step(done)["action"] == "expand"
+    assert step(done, steps=1)["action"] == "finish"

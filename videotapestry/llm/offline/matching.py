@@ -215,7 +215,7 @@ def split_units(text: str) -> list[tuple[str, bool]]:
         observed = bool(_OBSERVED.search(line))
         splitter = r"(?<=[.;!?]) (?=\S)" if len(line) > 160 else r"; (?=\d{1,2}:\d{2})"
         for part in re.split(splitter, line):
-            part = part.strip()
+            part = part.strip().rstrip(";").strip()
             if len(compact(part)) >= 2:
                 units[part] = units.get(part, False) or observed
     return list(units.items())

@@ -307,20 +307,16 @@ def level_planning(view: PromptView, perception: Perception) -> dict:
     memories = read_entries(section(user, f"{level}-level memories:", "Trajectory of this level"))
     if not memories:
         memories = read_entries(section(user, "-level memories:", "Trajectory of this level"))
-    nested = [e for m in memories for e in read_entries("\n".join(m.body), top_level=False)]
+    nested = [e for m in memories for e in _nested(m)]
     vectors = perception.embed([topic.query, *_entry_texts(memories), *_entry_texts(nested)])
     ranked = _ranked(memories, _entry_relevance(memories, topic, vectors))
     chosen = [e for e, s in ranked if s >= ranked[0][1] - 0.05][:2] if ranked else []
-    ranges: list[tuple[float, float]] = []
-    inside = [
-        n for n in nested if any(n.start >= c.start - 1 and n.end <= c.end + 1 for c in chosen)
-    ]
+    inside = [n for c in chosen for n in _nested(c)]
     if inside:
-        for entry, _score in _ranked(inside, _entry_relevance(inside, topic, vectors))[:3]:
-            ranges.append((max(0.0, entry.start - 5), entry.end + 5))
+        best = [e for e, _s in _ranked(inside, _entry_relevance(inside, topic, vectors))[:3]]
+        ranges = around(best, [c.span for c in chosen])
     else:
         ranges = [c.span for c in chosen]
-    ranges = merge_ranges(ranges)
     return {
         "thought": f"Look closer at {', '.join(c.id for c in chosen) or 'the memories'}.",
         "observation_needed": "visual observation" not in section(user, "Trajectory of this level"),
@@ -329,6 +325,25 @@ def level_planning(view: PromptView, perception: Perception) -> dict:
         "time_ranges": [[round(a, 1), round(b, 1)] for a, b in ranges],
         "update_memory_ids": [m.id for m in memories],
     }
+
+
+def _nested(entry: Entry) -> list[Entry]:
+    """The memory lines inside an entry's body (a Focus evidence block's nodes)."""
+    return read_entries("\n".join(entry.body), top_level=False)
+
+
+def around(
+    entries: Sequence[Entry], spans: Sequence[tuple[float, float]], pad_s: float = 5.0
+) -> list[tuple[float, float]]:
+    """Each entry's time padded by ``pad_s``, kept inside the span that holds it, merged."""
+    ranges = []
+    for entry in entries:
+        home = next((s for s in spans if s[0] - 1 <= entry.start <= s[1] + 1), None)
+        low, high = home if home else (0.0, entry.end + pad_s)
+        start, end = max(low, entry.start - pad_s), min(high, entry.end + pad_s)
+        if end > start:
+            ranges.append((start, end))
+    return merge_ranges(ranges)
 
 
 def merge_ranges(ranges: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -837,12 +852,9 @@ def controller(view: PromptView, perception: Perception) -> dict:
         }
     elif opened and done.visual < 2 and not done.visual_off and can_look:
         spans = [m.span for m in macros if m.id in opened]
-        inside = [e for e in evidence if any(e.start >= a - 1 and e.end <= b + 1 for a, b in spans)]
-        ranked = _ranked(inside, _entry_relevance(inside, topic, vectors))[:3]
-        ranges = [
-            [round(a, 1), round(b, 1)]
-            for a, b in merge_ranges([(max(0.0, e.start - 5), e.end + 5) for e, _s in ranked])
-        ]
+        inside = [e for e in evidence if any(a - 1 <= e.start <= b + 1 for a, b in spans)]
+        best = [e for e, _s in _ranked(inside, _entry_relevance(inside, topic, vectors))[:3]]
+        ranges = [[round(a, 1), round(b, 1)] for a, b in around(best, spans)]
         step |= {
             "thought": "Look closer at the opened MacroEvents.",
             "action": "observe_visual",
