@@ -41,6 +41,19 @@ class OcrHit:
     confidence: float
 
 
+@dataclass(frozen=True)
+class OcrBox:
+    """A text and where it is: (left, top, right, bottom) in image pixels."""
+
+    text: str
+    confidence: float
+    box: tuple[float, float, float, float]
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        return ((self.box[0] + self.box[2]) / 2, (self.box[1] + self.box[3]) / 2)
+
+
 @dataclass
 class TextSpan:
     """One text on screen from ``start_s`` to ``end_s`` (absolute seconds)."""
@@ -115,9 +128,19 @@ class RapidOcrEngine:
         return engine
 
     def read(self, image: np.ndarray) -> list[OcrHit]:
+        return [OcrHit(hit.text, hit.confidence) for hit in self.read_boxes(image)]
+
+    def read_boxes(self, image: np.ndarray) -> list[OcrBox]:
+        """Texts in an RGB image with their boxes (the offline model assigns them to the
+        cells of a frame grid)."""
         bgr = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
         result, _ = self._engine()(bgr, use_cls=False)
-        return [OcrHit(str(text), float(score)) for _box, text, score in (result or [])]
+        boxes = []
+        for points, text, score in result or []:
+            xs = [float(p[0]) for p in points]
+            ys = [float(p[1]) for p in points]
+            boxes.append(OcrBox(str(text), float(score), (min(xs), min(ys), max(xs), max(ys))))
+        return boxes
 
 
 def make_ocr_engine(settings: BuilderOcrSettings) -> OcrEngine | None:

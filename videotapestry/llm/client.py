@@ -31,10 +31,16 @@ ClientFactory = Callable[[ModelSettings], ModelClient]
 
 
 def default_client_factories() -> dict[str, ClientFactory]:
-    """The built-in providers; pass an extended copy to ``ModelService`` to add one."""
+    """The built-in providers; pass an extended copy to ``ModelService`` to add one.
+
+    ``offline`` is the in-process rule-based model (``videotapestry.llm.offline``, not a VLM);
+    its factory is made per call, so each ``ModelService`` shares one OCR engine and one
+    embedding model among its offline clients.
+    """
+    from videotapestry.llm.offline import OfflineClientFactory
     from videotapestry.llm.openai_client import OpenAICompatibleClient
 
-    return {"openai": OpenAICompatibleClient.from_settings}
+    return {"openai": OpenAICompatibleClient.from_settings, "offline": OfflineClientFactory()}
 
 
 def endpoint_identity(settings: ModelSettings) -> tuple[str, str | None, str]:

@@ -1,0 +1,29 @@
+"""The ``offline`` model provider: rule-based answers for every prompt, with no network.
+
+**This is not a vision-language model.** It reads the text in the frames it is sent (OCR
+with rapidocr), the transcript lines it is sent, and compares texts with a small packaged
+embedding model (all-MiniLM-L6-v2). It sees nothing else: no people, objects, actions,
+colours or scenes, only written and spoken words. It exists so that the demo, CI and smoke
+tests run a whole memory build and a whole question (every prompt, every role) on a laptop
+without a network, an API key or a GPU, with answers that really come from the video when
+the video carries its facts as on-screen text or speech.
+
+Every reply is computed from the request by a rule a reader can follow (the modules below
+say which), is valid against the prompt's schema, and is deterministic: the same request
+gets byte-identical JSON.
+
+Modules: ``client`` (the ``ModelClient`` and its factory), ``reading`` (parsing the rendered
+prompt), ``seeing`` (OCR of images and grid cells, embeddings), ``matching`` (lexical and
+embedding scores), ``query_roles`` and ``builder_roles`` (one rule per prompt).
+
+Use it with ``--profile offline`` (``configs/profiles/offline.yaml``): provider ``offline``,
+model ``offline-rules``.
+"""
+
+from videotapestry.llm.offline.client import (
+    MODEL_NAME,
+    OfflineClientFactory,
+    OfflineModelClient,
+)
+
+__all__ = ["MODEL_NAME", "OfflineClientFactory", "OfflineModelClient"]
