@@ -405,8 +405,13 @@ class _BuildRun:
         return short_hash(self.b.prompts.source(name))
 
     def _model_identity(self, prompt: str) -> dict[str, Any]:
-        settings = self.config.models.settings_for(BUILDER_PROMPT_ROLES[prompt])
-        return settings.model_dump(exclude={"timeout_s", "max_retries", "api_key_env"})
+        role = BUILDER_PROMPT_ROLES[prompt]
+        settings = self.config.models.settings_for(role)
+        identity = settings.model_dump(exclude={"timeout_s", "max_retries", "api_key_env"})
+        revision = self.b.service.revision_for(role)
+        if revision is not None:
+            identity["revision"] = revision
+        return identity
 
     def _clip_frames(self, clip: ClipSpan) -> list[KeptFrame]:
         last = clip.end_s >= self.info.duration_s - 1e-6

@@ -29,6 +29,7 @@ from videotapestry.errors import (
     ModelAuthError,
     ModelCallError,
     StructuredOutputError,
+    VideoTapestryError,
 )
 from videotapestry.llm.cache import ResponseCache, request_key
 from videotapestry.llm.client import (
@@ -128,6 +129,18 @@ class ModelService:
         )
         client, _ = self._client(request)
         return client.endpoint
+
+    def revision_for(self, role: str) -> str | None:
+        """The version of ``role``'s model when its client knows it (the offline model's
+        rules); a build's checkpoints record it so new rules redo the stages they answer."""
+        request = ModelRequest(
+            role=role, messages=(), settings=self.config.models.settings_for(role)
+        )
+        try:
+            client, _ = self._client(request)
+        except VideoTapestryError:
+            return None  # no client yet (a missing key): the first call reports it
+        return getattr(client, "revision", None)
 
     async def aclose(self) -> None:
         state = self._loops.pop(asyncio.get_running_loop(), None)

@@ -252,6 +252,11 @@ def _ocr_text(entry: Entry) -> str:
     return match.group(1) if match else entry.head.split(":")[0]
 
 
+#: Texts a MacroEvent's summary names: enough for a slide's title and lines, so the Skim
+#: level can tell one slide from its near-twin by the summary alone.
+MACRO_TEXTS = 10
+
+
 def builder_macro(view: PromptView, perception: Perception) -> dict:
     user = view.user
     match = re.search(rf"^Event (\S+): ({CLOCK}) to ({CLOCK})", user, re.M)
@@ -267,7 +272,7 @@ def builder_macro(view: PromptView, perception: Perception) -> dict:
     if longest:
         shown = ", ".join(
             f'"{_ocr_text(e)}" ({clock(e.start)}-{clock(e.end)})'
-            for e in sorted(longest[:4], key=lambda e: e.start)
+            for e in sorted(longest[:MACRO_TEXTS], key=lambda e: e.start)
         )
         sentences.append(f"From {start} to {end} the screen shows {shown}.")
     if speech:

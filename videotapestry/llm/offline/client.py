@@ -15,9 +15,11 @@ accounting works; the offline profile prices the model at zero.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import threading
 import time
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -30,6 +32,18 @@ from videotapestry.llm.types import ModelRequest, ModelResponse, TokenUsage
 from videotapestry.tokens import estimate_tokens
 
 MODEL_NAME = "offline-rules"
+
+
+def rules_revision() -> str:
+    """A hash of the rules' source: the model's version. It is part of the endpoint name, so
+    the response cache and the builder's checkpoints never replay replies of older rules."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 RULES = {**query_roles.RULES, **builder_roles.RULES}
 
 
@@ -60,7 +74,8 @@ class OfflineModelClient:
     def __init__(self, settings: ModelSettings, perception: Perception) -> None:
         self.settings = settings
         self.perception = perception
-        self.endpoint = f"offline:{settings.model}"
+        self.revision = rules_revision()
+        self.endpoint = f"offline:{settings.model}@{self.revision}"
         self._schemas = output_schemas()
 
     async def complete(self, request: ModelRequest) -> ModelResponse:

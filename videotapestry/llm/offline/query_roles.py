@@ -61,6 +61,14 @@ from videotapestry.llm.offline.reading import (
     section,
 )
 from videotapestry.llm.offline.seeing import Perception, SeenText
+from videotapestry.llm.offline.temporal import (
+    MIN_ANCHOR_MATCH,
+    TemporalAsk,
+    anchor_match,
+    choose_by_time,
+    moments,
+    temporal_ask,
+)
 from videotapestry.timecode import format_timestamp
 
 #: Most texts one visual observation reports (the ones nearest the instruction).
@@ -147,7 +155,33 @@ def _entry_relevance(entries: Sequence[Entry], topic: Topic, vectors: dict) -> l
                 for u in units
             )
         )
+    ask = temporal_ask(topic.question.question)
+    if ask is not None:
+        scores = _toward_the_moment(entries, scores, ask)
     return scores
+
+
+def _toward_the_moment(
+    entries: Sequence[Entry], scores: Sequence[float], ask: TemporalAsk
+) -> list[float]:
+    """For a question about *when*, the moment it names outweighs the options (which occur
+    all over the video): the entry holding the anchor gains most, and for "after"/"before"
+    so does the entry next to it on that side, where the answer lies."""
+    anchor = [anchor_match(ask.anchor, e.text) for e in entries]
+    boosted = [s + 2.0 * a for s, a in zip(scores, anchor, strict=True)]
+    best = max(range(len(entries)), key=lambda i: anchor[i], default=None)
+    if best is None or anchor[best] < MIN_ANCHOR_MATCH or ask.relation == "at":
+        return boosted
+    start = entries[best].span[0]
+    side = [
+        i
+        for i, e in enumerate(entries)
+        if (e.span[0] > start if ask.relation == "after" else e.span[0] < start)
+    ]
+    if side:
+        nearest = min(side, key=lambda i: abs(entries[i].span[0] - start))
+        boosted[nearest] += 1.8 * anchor[best]
+    return boosted
 
 
 def _entry_texts(entries: Sequence[Entry]) -> list[str]:
@@ -881,13 +915,27 @@ def controller(view: PromptView, perception: Perception) -> dict:
 
 
 def _answer(
-    question: QuestionView, units: Sequence[tuple[str, bool]], perception: Perception, where: str
+    question: QuestionView,
+    units: Sequence[tuple[str, bool]],
+    perception: Perception,
+    where: str,
+    lines: Sequence[str] | None = None,
 ) -> dict:
+    """``lines``: the evidence as written (memory lines), for the rule of time."""
     texts = [u for u, _ in units]
     letters = list(question.letters)
     bodies = list(question.bodies)
     if not letters:
         raise ValueError("the prompt lists no options")
+    ask = temporal_ask(question.question)
+    if ask is not None:
+        choice = choose_by_time(ask, letters, bodies, lines if lines is not None else texts)
+        if choice is not None:
+            return {
+                "reasoning": f"Offline rule model (reads text, not a VLM), rule of time: "
+                f"{choice.explain(ask)}.",
+                "answer": choice.letter,
+            }
     vectors = perception.embed([question.question, *bodies, *texts])
     scores = score_options(
         letters, bodies, texts, vectors, question.question, observed=[o for _, o in units]
@@ -922,7 +970,9 @@ def final_answer(view: PromptView, perception: Perception) -> dict:
     question = read_question(view.user)
     memory = section(view.user, "Video memory:")
     units = [(u, bool(_OBSERVED_MARK.search(u)) or o) for u, o in split_units(memory)]
-    return _answer(question, units, perception, "memory")
+    lines = [line.strip() for line in memory.splitlines() if line.strip()]
+    units += [(text, True) for text in moments(lines) if text not in dict(units)]
+    return _answer(question, units, perception, "memory", lines)
 
 
 def direct_answer(view: PromptView, perception: Perception) -> dict:

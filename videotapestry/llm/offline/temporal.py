@@ -1,0 +1,326 @@
+"""The offline model's rule for questions about *when*: "which slide was on screen when the
+speaker said X", "after X, what came first", "before X, what came last".
+
+Matching text alone cannot answer these: every option is on screen or said somewhere in
+the video, so the option that is spelled out best wins by accident. The rule instead finds
+the moment the question points at (the anchor: the timed evidence unit that matches the
+anchor phrase best), then the option whose own timed evidence stands in the asked relation
+to it — overlapping it, the first one after it, or the last one before it. Evidence units
+carry their time as a ``mm:ss-mm:ss`` range (or ``@mm:ss``); units spanning more than a few
+minutes (a stage summary) say too little about when to be used. Pure functions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from videotapestry.llm.offline.matching import (
+    compact,
+    contains_phrase,
+    content_words,
+    fold,
+    word_overlap,
+)
+
+Relation = Literal["at", "after", "before"]
+Kind = Literal["speech", "screen"]
+
+#: Units spanning longer than this are summaries, not moments.
+MAX_SPAN_S = 180.0
+#: Share of the anchor's content words a unit must hold to count as the anchor.
+MIN_ANCHOR_MATCH = 0.5
+#: Units this close at both ends are one moment (the lines of one slide, read apart).
+SAME_MOMENT_S = 3.0
+
+_CLOCK = r"\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?"
+_RANGE = re.compile(rf"({_CLOCK})\s*-\s*({_CLOCK})")
+_AT = re.compile(rf"@({_CLOCK})")
+_PARTS = re.compile(r"(?<=[.;!?])\s+(?=\S)|;\s+")
+_SAYING = (
+    r"(?:the )?(?:speaker|narrator|presenter|host|someone|somebody|he|she|they|voice)\s+"
+    r"(?:said|says|say|mentioned|mentions|talked about|talks about|spoke about|explained|"
+    r"announced|told \w+|asked)"
+)
+_WHEN = re.compile(rf"\b(?:when|while|as)\s+(?P<anchor>{_SAYING}\b.*?)\s*\??$", re.I)
+_LEADING = re.compile(r"^\s*(?P<rel>after|before)\s+(?P<anchor>[^,]+?),\s*(?P<rest>.+)$", re.I)
+_TRAILING = re.compile(
+    r"^(?P<rest>.+?)\s+(?:right |just |directly |immediately )?(?P<rel>after|before)\s+"
+    r"(?P<anchor>.+?)\s*\??$",
+    re.I,
+)
+_SPEECH_WORDS = re.compile(
+    r"\b(?:speaker|narrator|said|say|says|talk|talked|spoke|mention\w*|told|voice)\b", re.I
+)
+_SCREEN_WORDS = re.compile(r"\b(?:slide|screen|shown|sign|displayed|written|caption)\b", re.I)
+_SPEECH_UNIT = re.compile(r"\(speech\)|\[Transcript\]|Someone says|\bsays:|^\[\d{1,2}:\d{2}")
+_SCREEN_UNIT = re.compile(
+    r"\(scene_text\)|read by OCR|screen shows|\[Visual\]|^\d{1,2}:\d{2}(?::\d{2})?-\S+: "
+    r"|^Observed:|\(text\)"
+)
+
+
+#: Words that say where to look (a slide, the speaker), not what is there.
+_META = frozenset(
+    fold(w)
+    for w in ["slide", "slides", "screen", "sign", "text", "caption", "speaker", "narrator", "part"]
+)
+
+
+@dataclass(frozen=True)
+class TemporalAsk:
+    relation: Relation
+    anchor: str
+    anchor_kind: Kind | None
+    target_kind: Kind | None
+
+
+@dataclass(frozen=True)
+class TimedUnit:
+    text: str
+    start: float
+    end: float
+    kind: Kind | None
+
+
+@dataclass(frozen=True)
+class TemporalChoice:
+    letter: str
+    anchor: TimedUnit
+    evidence: TimedUnit
+
+    def explain(self, ask: TemporalAsk) -> str:
+        where = {"at": "at the time of", "after": "first after", "before": "last before"}
+        return (
+            f"the question points at the moment of {ask.anchor!r}, found at "
+            f"{_clock(self.anchor.start)}-{_clock(self.anchor.end)} in "
+            f'"{_short(self.anchor.text)}"; {self.letter}\'s evidence at '
+            f"{_clock(self.evidence.start)}-{_clock(self.evidence.end)} "
+            f'("{_short(self.evidence.text)}") is the one {where[ask.relation]} it'
+        )
+
+
+def temporal_ask(question: str) -> TemporalAsk | None:
+    """What the question asks about time, if anything it says is a relation to a moment."""
+    text = " ".join(question.split())
+    match = _LEADING.match(text)
+    if match:
+        return _ask(match["rel"], match["anchor"], match["rest"])
+    match = _WHEN.search(text)
+    if match:
+        rest = text[: match.start()]
+        return TemporalAsk("at", _strip_saying(match["anchor"]), "speech", _kind_of(rest))
+    match = _TRAILING.match(text)
+    if match and content_words(match["anchor"]):
+        return _ask(match["rel"], match["anchor"], match["rest"])
+    return None
+
+
+def timed_unit(text: str) -> TimedUnit | None:
+    """The unit's first time range (or ``@time``), if it is short enough to be a moment."""
+    found = _RANGE.search(text)
+    if found:
+        start, end = _seconds(found[1]), _seconds(found[2])
+    else:
+        single = _AT.search(text)
+        if not single:
+            return None
+        start = end = _seconds(single[1])
+    if end < start or end - start > MAX_SPAN_S:
+        return None
+    kind: Kind | None = None
+    if _SPEECH_UNIT.search(text):
+        kind = "speech"
+    elif _SCREEN_UNIT.search(text):
+        kind = "screen"
+    return TimedUnit(text, start, end, kind)
+
+
+def timed_units(lines: Sequence[str]) -> list[TimedUnit]:
+    """Timed units of memory lines: a line of several parts (sentences, ``;`` items) gives
+    one unit per part, with the part's own time or, failing that, the line's (a sentence
+    quoted in a MacroEvent's summary happened inside that MacroEvent); as a whole it would
+    put everything it lists at its first time. A part after ``says:`` is speech."""
+    out: list[TimedUnit] = []
+    for line in lines:
+        whole = timed_unit(line)
+        parts = [p.strip() for p in _PARTS.split(line) if len(p.strip()) > 3]
+        if len(parts) < 2:
+            if whole is not None:
+                out.append(whole)
+            continue
+        said_from = line.find("says:")
+        offset = 0
+        for part in parts:
+            offset = line.find(part, offset)
+            own = timed_unit(part)
+            if own is None and whole is None:
+                continue
+            kind = own.kind if own is not None else None
+            if kind is None and said_from >= 0 and offset > said_from:
+                kind = "speech"
+            start, end = (own.start, own.end) if own is not None else (whole.start, whole.end)
+            out.append(TimedUnit(part, start, end, kind))
+    return out
+
+
+def moments(lines: Sequence[str]) -> list[str]:
+    """Texts read at one moment joined into one unit ("B: deliveries" with "Doorcode4417"):
+    OCR reads a slide's lines apart, but what they say belongs together."""
+    timed = [u for u in timed_units(lines) if u.kind == "screen"]
+    groups: dict[tuple[int, int], list[str]] = {}
+    for unit in timed:
+        key = (round(unit.start / SAME_MOMENT_S), round(unit.end / SAME_MOMENT_S))
+        text = re.sub(rf"^\[?{_CLOCK}\s*-\s*{_CLOCK}\]?:?\s*", "", unit.text)
+        groups.setdefault(key, [])
+        if text not in groups[key]:
+            groups[key].append(text)
+    return [
+        f"{_clock(a * SAME_MOMENT_S)}-{_clock(b * SAME_MOMENT_S)}: " + " / ".join(texts)
+        for (a, b), texts in sorted(groups.items())
+        if len(texts) > 1
+    ]
+
+
+def anchor_match(anchor: str, text: str) -> float:
+    """Share of the anchor's content words (and adjacent word pairs, run together as OCR
+    writes them) found in ``text``."""
+    wanted = [w for w in content_words(anchor) if w not in _META]
+    if not wanted:
+        return 0.0
+    pairs = [a + b for a, b in itertools.pairwise(wanted)]
+    squashed = compact(text)
+    present = set(re.findall(r"[0-9a-z]+", text.casefold()))
+    hits = sum(1 for w in wanted if w in present or (len(w) >= 3 and w in squashed))
+    pair_hits = sum(1 for p in pairs if p in squashed)
+    return (hits + pair_hits) / (len(wanted) + len(pairs))
+
+
+def choose_by_time(
+    ask: TemporalAsk, letters: Sequence[str], bodies: Sequence[str], units: Sequence[str]
+) -> TemporalChoice | None:
+    """The option standing in the asked relation to the anchor; None when the evidence does
+    not settle it (no anchor, no timed evidence for any option, or a tie)."""
+    timed = timed_units(units)
+    anchor = _anchor(ask, timed)
+    if anchor is None:
+        return None
+    distinct = _unique_words(bodies)
+    best: list[tuple[tuple[float, float], str, TimedUnit]] = []
+    for letter, body, wanted in zip(letters, bodies, distinct, strict=True):
+        candidates = [
+            u
+            for u in timed
+            if u is not anchor
+            and _kind_ok(u.kind, ask.target_kind)
+            and _supports(body, wanted, u.text)
+        ]
+        keys = [k for k in (_key(ask.relation, anchor, u) for u in candidates) if k is not None]
+        if keys:
+            key, unit = min(keys, key=lambda item: item[0])
+            best.append((key, letter, unit))
+    if not best:
+        return None
+    best.sort(key=lambda item: item[0])
+    if len(best) > 1 and best[0][0] == best[1][0]:
+        return None
+    return TemporalChoice(best[0][1], anchor, best[0][2])
+
+
+# -- internals ------------------------------------------------------------------------------
+
+
+def _unique_words(bodies: Sequence[str]) -> list[list[str]]:
+    """Per option, the content words no other option has: what tells it apart in time."""
+    sets = [content_words(b) for b in bodies]
+    return [
+        [w for w in mine if not any(w in other for j, other in enumerate(sets) if j != i)]
+        for i, mine in enumerate(sets)
+    ]
+
+
+def _supports(body: str, unique: Sequence[str], text: str) -> bool:
+    """The option's whole text, or most of the words only it has, are in ``text``."""
+    if contains_phrase(body, text):
+        return True
+    return bool(unique) and word_overlap(unique, text) >= 0.5
+
+
+def _ask(relation: str, anchor: str, rest: str) -> TemporalAsk:
+    anchor = _strip_saying(anchor)
+    return TemporalAsk(
+        relation.lower(),  # type: ignore[arg-type]
+        anchor,
+        _kind_of(anchor),
+        _kind_of(rest),
+    )
+
+
+def _strip_saying(anchor: str) -> str:
+    return re.sub(rf"^{_SAYING}\s*", "", anchor.strip(), flags=re.I).strip(" ?.")
+
+
+def _kind_of(text: str) -> Kind | None:
+    speech, screen = bool(_SPEECH_WORDS.search(text)), bool(_SCREEN_WORDS.search(text))
+    if speech == screen:
+        return None
+    return "speech" if speech else "screen"
+
+
+def _kind_ok(kind: Kind | None, wanted: Kind | None) -> bool:
+    return wanted is None or kind is None or kind == wanted
+
+
+def _anchor(ask: TemporalAsk, timed: Sequence[TimedUnit]) -> TimedUnit | None:
+    """The unit of the best-matching moment: units read at the same moment (one slide's
+    lines, which OCR reads apart) are matched together."""
+    usable = [u for u in timed if _kind_ok(u.kind, ask.anchor_kind)]
+    scored = []
+    for unit in usable:
+        moment = " ".join(
+            u.text
+            for u in usable
+            if abs(u.start - unit.start) <= SAME_MOMENT_S and abs(u.end - unit.end) <= SAME_MOMENT_S
+        )
+        scored.append((anchor_match(ask.anchor, moment), -(unit.end - unit.start), unit))
+    scored = [s for s in scored if s[0] >= MIN_ANCHOR_MATCH]
+    if not scored:
+        return None
+    return max(scored, key=lambda s: (s[0], s[1], -s[2].start))[2]
+
+
+def _key(
+    relation: Relation, anchor: TimedUnit, unit: TimedUnit
+) -> tuple[tuple[float, float], TimedUnit] | None:
+    """Smaller is better: the distance in the asked direction, then the unit's length (a
+    single slide's text says more about a moment than a summary of several); None when the
+    unit does not stand in the relation at all."""
+    width = unit.end - unit.start
+    if relation == "at":
+        gap = max(0.0, max(anchor.start, unit.start) - min(anchor.end, unit.end))
+        return ((gap, width), unit) if gap <= 30.0 else None
+    if relation == "after":
+        return ((unit.start - anchor.start, width), unit) if unit.start > anchor.start else None
+    if unit.end <= anchor.start + 1.0:
+        return ((anchor.start - unit.end, width), unit)
+    return None
+
+
+def _seconds(clock: str) -> float:
+    value = 0.0
+    for part in clock.split(":"):
+        value = value * 60 + float(part)
+    return value
+
+
+def _clock(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds // 60:02d}:{seconds % 60:02d}"
+
+
+def _short(text: str, limit: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
