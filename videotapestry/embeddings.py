@@ -127,11 +127,20 @@ class SentenceTransformerEmbedder:
             # Imported here: torch and transformers take seconds, which an offline failure
             # (decided from the cache and one hub probe) does not need to wait for.
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
 
             local_only = Path(source).is_dir()
-            return SentenceTransformer(
-                source, device=device, cache_folder=cache_dir, local_files_only=local_only
-            )
+            # transformers draws a "Loading weights" bar for every load, which would cut
+            # into our own progress bars (and print under --quiet); restored afterwards.
+            bars = transformers_logging.is_progress_bar_enabled()
+            transformers_logging.disable_progress_bar()
+            try:
+                return SentenceTransformer(
+                    source, device=device, cache_folder=cache_dir, local_files_only=local_only
+                )
+            finally:
+                if bars:
+                    transformers_logging.enable_progress_bar()
 
         return load_hub_model(
             path,

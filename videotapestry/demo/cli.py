@@ -135,6 +135,7 @@ def _as_json(report) -> dict:
                 "levels_visited": o.result.levels_visited,
                 "frames": [[level, t, text] for level, t, text in o.evidence.frames],
                 "speech": [list(s) for s in o.evidence.speech],
+                "memory": o.evidence.memory,
                 "degraded": [d.render() for d in o.result.degraded],
                 "reasoning": o.result.reasoning,
             }

@@ -50,6 +50,7 @@ class Evidence:
 
     frames: list[tuple[str, float, str]] = field(default_factory=list)  # level, time, text
     speech: list[tuple[float, float, str]] = field(default_factory=list)
+    memory: list[str] = field(default_factory=list)  # composite-memory lines, with times
 
 
 @dataclass
@@ -113,31 +114,44 @@ def load_questions(path: str | Path) -> list[DemoQuestion]:
 
 
 def answer_evidence(result: Result) -> Evidence:
-    """The observed moments that name the chosen option (all observed moments if none does).
+    """The observed moments and memory lines that name the chosen option.
 
-    Visual observations report what was read with its time (``12:34: text``); ASR
+    Visual observations report what was read with its time (``12:34-12:40: text``); ASR
     observations carry the transcript lines they quoted, already checked against the
-    transcript. Matching the chosen option's text keeps the display to what mattered.
+    transcript; the composite memory holds what the Answer agent read. Only what names the
+    chosen option is kept, so the display shows what the answer rests on.
     """
     chosen = _option_text(result)
+    if not chosen:
+        return Evidence()
     frames: list[tuple[str, float, str]] = []
     speech: list[tuple[float, float, str]] = []
     for outcome in result.levels:
         for observation in outcome.observations:
             if observation.kind == "asr":
-                speech.extend(observation.evidence_lines)
+                speech.extend(s for s in observation.evidence_lines if _names(chosen, s[2]))
                 continue
-            for line in observation.result.splitlines():
+            for line in re.split(r"\n|;\s+", observation.result):
                 moment = _TIMED.match(line.strip())
-                if moment:
+                if moment and _names(chosen, moment[2]):
                     frames.append((outcome.level, _seconds(moment[1]), moment[2].strip()))
-    if chosen:
-        key = _words(chosen)
-        named_frames = [f for f in frames if key and key in _words(f[2])]
-        named_speech = [s for s in speech if key and key in _words(s[2])]
-        if named_frames or named_speech:
-            frames, speech = named_frames, named_speech
-    return Evidence(_unique(frames), _unique(speech))
+    memory = [
+        part for line in result.memory_text.splitlines() for part in _naming_parts(chosen, line)
+    ]
+    return Evidence(_unique(frames), _unique(speech), _unique(memory))
+
+
+def _naming_parts(option: str, line: str) -> list[str]:
+    """A timed memory line that names the option; of a long line, the sentences that do,
+    after the line's first time."""
+    line = line.strip().removeprefix("- ")
+    when = _TIME_RANGE.search(line)
+    if when is None or not _names(option, line):
+        return []
+    if len(line) <= 200:
+        return [line]
+    parts = re.split(r"(?<=[.;!?\"])\s+", line)
+    return [f"{when[0]}: {p.strip()}" for p in parts if _names(option, p)][:2]
 
 
 async def run_demo(
@@ -200,8 +214,11 @@ def render_outcome(outcome: DemoOutcome) -> str:
         lines.append(f"  frame {format_timestamp(t)} ({level}): {text}")
     for start, end, text in outcome.evidence.speech[:3]:
         lines.append(f"  speech [{format_timestamp(start)}-{format_timestamp(end)}]: {text}")
-    if not outcome.evidence.frames and not outcome.evidence.speech:
-        lines.append("  evidence: none observed (answered from the stored memory)")
+    for line in outcome.evidence.memory[:3]:
+        lines.append(f"  memory: {_shorten(line, 160)}")
+    evidence = outcome.evidence
+    if not (evidence.frames or evidence.speech or evidence.memory):
+        lines.append("  evidence: nothing observed or stored names this option")
     if result.reasoning:
         lines.append(f"  because: {_shorten(result.reasoning, 200)}")
     lines.extend(f"  degraded: {d.render()}" for d in result.degraded)
@@ -219,7 +236,9 @@ def render_summary(report: DemoReport) -> str:
 
 # -- internals ------------------------------------------------------------------------------
 
-_TIMED = re.compile(r"^\[?(\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?)\]?\s*[:\-–]\s*(.+)$")
+_CLOCK = r"\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?"
+_TIMED = re.compile(rf"^\[?({_CLOCK})(?:\s*-\s*{_CLOCK})?\]?\s*[:\-–]\s*(.+)$")
+_TIME_RANGE = re.compile(rf"{_CLOCK}\s*-\s*{_CLOCK}|@{_CLOCK}")
 
 
 def _seconds(clock: str) -> float:
@@ -229,12 +248,28 @@ def _seconds(clock: str) -> float:
     return value
 
 
-def _words(text: str) -> str:
-    return " ".join(re.findall(r"[0-9a-z]+", text.casefold()))
+def _words(text: str) -> list[str]:
+    return re.findall(r"[0-9a-z]+", text.casefold())
+
+
+def _names(option: str, text: str) -> bool:
+    """Whether ``text`` names the option: its whole text (spaces aside, as OCR drops them)
+    or most of its longer words."""
+    squashed = "".join(_words(text))
+    if "".join(_words(option)) in squashed:
+        return True
+    wanted = [w for w in dict.fromkeys(_words(option)) if len(w) > 3 and w not in _COMMON]
+    present = set(_words(text))
+    return bool(wanted) and sum(w in present for w in wanted) * 2 >= len(wanted) + 1
+
+
+_COMMON = frozenset(
+    ("where", "what", "which", "when", "with", "from", "that", "this", "will", "have", "there")
+)
 
 
 def _option_text(result: Result) -> str:
-    for letter, option in zip(option_letters(result.options), result.options):
+    for letter, option in zip(option_letters(result.options), result.options, strict=True):
         if letter == result.answer:
             return option_body(option)
     return ""

@@ -75,7 +75,7 @@ def fact_questions(facts: list[Fact], *, seed: int, choices: int = 4) -> list[Fa
             FactQuestion(
                 id=f"fact_{number:02d}",
                 question=f"Which code was shown on screen for {fact.label.title()}?",
-                options=[f"{letter}. {code}" for letter, code in zip(letters, codes)],
+                options=[f"{letter}. {code}" for letter, code in zip(letters, codes, strict=True)],
                 answer=letters[codes.index(fact.code)],
                 fact=fact,
             )

@@ -92,8 +92,22 @@ def word_overlap(wanted: Sequence[str], text: str) -> float:
         return 0.0
     present = set(words(text))
     squashed = compact(text)
-    hits = sum(1 for w in wanted if w in present or (len(w) >= 4 and w in squashed))
+    hits = sum(
+        1
+        for w in wanted
+        if w in present or (len(w) >= 4 and w in squashed) or _same_stem(w, present)
+    )
     return hits / len(wanted)
+
+
+def _same_stem(word: str, present: set[str]) -> bool:
+    """``word`` and a word of ``present`` share a crude stem (``delivery``/``deliveries``,
+    ``cards``/``card``): the first len-3 letters, at least 4. Words with digits never do,
+    where one character is another code."""
+    if len(word) < 5 or not word.isalpha():
+        return False
+    prefix = word[: max(4, len(word) - 3)]
+    return any(p.startswith(prefix) and p.isalpha() for p in present)
 
 
 def lexical_support(body: str, distinct: Sequence[str], text: str) -> float:

@@ -1,0 +1,81 @@
+"""``videotapestry demo``: the sample's memory built and its questions answered offline, right
+because the answers are read from the video — another code at another time changes them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from videotapestry.cli import main
+from videotapestry.demo import sample_questions
+
+pytestmark = pytest.mark.slow
+
+
+def demo(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]:
+    code = main(["demo", "--quiet", "--json", *args])
+    out = capsys.readouterr().out
+    return code, json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("demo-cache")
+
+
+def test_the_demo_answers_every_shipped_question_right(
+    cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pages = tmp_path / "pages"
+    code, report = demo(capsys, "--cache-dir", str(cache), "--html", str(pages))
+    assert code == 0, report
+    shipped = {q["id"]: q for q in sample_questions()["questions"]}
+    assert report["right"] == report["total"] == len(shipped) == 4
+    for answered in report["questions"]:
+        assert answered["answer"] == shipped[answered["id"]]["answer"]
+        assert answered["levels_visited"] == ["super", "macro", "subgraph"]
+        assert answered["degraded"] == []
+    by_id = {q["id"]: q for q in report["questions"]}
+    # The evidence shown is where the answer is: the code read on screen, the line spoken.
+    assert any("4417" in text for _level, _t, text in by_id["gate_b_code"]["frames"])
+    said = [line[2] for line in by_id["name_cards"]["speech"]] + by_id["name_cards"]["memory"]
+    assert any("green tent" in text for text in said)
+    assert report["build_calls"] > 0
+    assert len(report["pages"]) == 4 and all(Path(p).is_file() for p in report["pages"])
+
+
+def test_a_second_run_rebuilds_nothing(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, report = demo(capsys, "--cache-dir", str(cache))
+    assert code == 0 and report["build_calls"] == 0
+    assert report["right"] == 4
+
+
+def test_another_code_at_another_time_changes_the_answers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "sample"
+    subprocess.run(
+        [sys.executable, "-m", "videotapestry.demo.sample", "--out", str(out),
+         "--code", "8023", "--code-at", "700"],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    moved = {q["id"]: q for q in json.loads((out / "questions.json").read_text())["questions"]}
+    shipped = {q["id"]: q for q in sample_questions()["questions"]}
+    code, report = demo(
+        capsys,
+        "--cache-dir", str(tmp_path / "cache"),
+        "--video", str(out / "sample.mp4"),
+        "--questions", str(out / "questions.json"),
+    )  # fmt: skip
+    assert code == 0, report
+    answers = {q["id"]: q["answer"] for q in report["questions"]}
+    assert answers == {i: q["answer"] for i, q in moved.items()}
+    # The code and the topic after the key slide moved, so the right options did too.
+    for changed in ("gate_b_code", "after_gate_b"):
+        right = moved[changed]["options"][ord(answers[changed]) - 65]
+        assert right != shipped[changed]["options"][ord(shipped[changed]["answer"]) - 65]
+    assert "8023" in moved["gate_b_code"]["options"][ord(answers["gate_b_code"]) - 65]
