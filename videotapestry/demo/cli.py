@@ -16,6 +16,7 @@ from videotapestry.demo.runner import (
     DemoOutcome,
     Sample,
     demo_cache_dir,
+    demo_memory_dir,
     load_questions,
     render_outcome,
     render_summary,
@@ -53,7 +54,6 @@ def add_parser(commands: argparse._SubParsersAction, add_config: Callable) -> No
 
 def run(args: argparse.Namespace) -> int:
     from videotapestry.api import VideoTapestry
-    from videotapestry.video import fingerprint
 
     sample = _sample(args)
     cache = Path(args.cache_dir) if args.cache_dir else demo_cache_dir()
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         overrides.append(f"prompts.override_dir={args.prompts_dir}")
     profile = args.profile or (None if args.config else "offline")
     vt = VideoTapestry(args.config, profile=profile, overrides=overrides)
-    memory_dir = cache / "memories" / f"{sample.video.stem}-{fingerprint(sample.video)[:12]}"
+    memory_dir = demo_memory_dir(sample.video, cache)
 
     def show(outcome: DemoOutcome) -> None:
         if not args.json:

@@ -84,6 +84,15 @@ def demo_cache_dir() -> Path:
     return Path(base) / "videotapestry" / "demo"
 
 
+def demo_memory_dir(video: Path, cache: Path | None = None) -> Path:
+    """Where the demo keeps ``video``'s memory: one directory per video content, so the demo,
+    the examples and a regenerated sample never share a memory by accident."""
+    from videotapestry.video import fingerprint
+
+    base = cache if cache is not None else demo_cache_dir()
+    return base / "memories" / f"{video.stem}-{fingerprint(video)[:12]}"
+
+
 def load_questions(path: str | Path) -> list[DemoQuestion]:
     """Questions in the shipped ``questions.json`` form (a list, or ``{"questions": [...]}``)."""
     path = Path(path)
