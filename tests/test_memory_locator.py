@@ -17,6 +17,7 @@ from videotapestry.memory import (
     LocatorHit,
     MacroEvent,
     MemoryLocator,
+    OCRTextNode,
     RootEvent,
     SuperEvent,
     TimeRange,
@@ -110,6 +111,29 @@ def test_substring_matches_whole_words_only() -> None:
         ],
     )
     assert [h.node_id for h in MemoryLocator(memory).find_entities("tom")] == ["slot0_e2"]
+
+
+def test_ocr_search_reads_past_ocr_confusions() -> None:
+    span = TimeRange(start=0, end=60)
+    memory = VideoMemory(
+        root=RootEvent(id="root", time_range=span),
+        super_events=[SuperEvent(id="super_01", parent_id="root", time_range=span)],
+        macro_events=[MacroEvent(id="macro_0000", parent_id="super_01", time_range=span)],
+        subgraph_nodes=[
+            OCRTextNode(id="slot0_o1", parent_id="macro_0000", text="R00M72C0DE1245",
+                        time_range=[10, 18]),
+            OCRTextNode(id="slot0_o2", parent_id="macro_0000", text="ROOM 5 CODE 9320",
+                        time_range=[30, 38]),
+        ],
+    )  # fmt: skip
+    locator = MemoryLocator(memory)
+    hits = locator.find_ocr_text("Room 72")
+    assert [(h.node_id, h.match) for h in hits] == [("slot0_o1", "ocr_confusable")]
+    # An exact or plain substring reading still wins over a folded one.
+    assert [(h.node_id, h.match) for h in locator.find_ocr_text("room")] == [
+        ("slot0_o2", "ocr_substring")
+    ]
+    assert locator.find_ocr_text("Room 73") == []
 
 
 def test_ocr_search_finds_the_oven_display(locator: MemoryLocator) -> None:

@@ -20,6 +20,7 @@ from videotapestry.llm.offline.matching import (
     best_option,
     contains_phrase,
     distinctive_words,
+    names_share,
     score_options,
     split_units,
 )
@@ -446,3 +447,14 @@ def test_the_controller_follows_its_budget(text_only) -> None:
     assert step(done) | {"memory_ids": ["macro_0001"]} == step(done)
     assert step(done)["action"] == "expand"
     assert step(done, steps=1)["action"] == "finish"
+
+
+def test_a_line_naming_the_asked_for_numbered_name_outweighs_look_alikes() -> None:
+    question = "Which code was shown on screen for Pier 88?"
+    assert names_share(question, "28:37: PIER88C0DE1584") == 1.0
+    assert names_share(question, "24:52: BAY 87 C0DE 9656") == 0.0
+    assert names_share(question, "PIER 881 CODE 2") == 0.0  # not inside a longer number
+    assert names_share("What is the door code for Gate B?", "GATE B") == 0.0
+    units = ["28:37-28:42: PIER88C0DE1584", "24:52: BAY 87 C0DE 9656"]
+    scores = score_options(["A", "B"], ["9656", "1584"], units, {}, question)
+    assert best_option(scores).letter == "B"  # without the name, a tie goes to A

@@ -6,7 +6,7 @@ they are never evidence. Searches:
 * ``find_entities`` – Entity nodes by name: exact name or unified canonical/variant name
   first; only if nothing matches, whole-word substrings of names and variants.
 * ``find_ocr_text`` – OCRText nodes: exact text (ignoring case, Unicode width and spacing),
-  then substring.
+  then substring, then substring with OCR's usual confusions folded (``R00M`` is ``ROOM``).
 * ``find_text`` – whole-word phrase in any subgraph node's label or description.
 * ``semantic_search`` – cosine similarity over Entity/Event/OCRText node embeddings.
 * ``at_time`` – nodes overlapping a time span.
@@ -43,7 +43,15 @@ from videotapestry.memory.schema import (
 )
 
 MatchKind = Literal[
-    "exact", "alias", "substring", "ocr_exact", "ocr_substring", "text", "semantic", "time"
+    "exact",
+    "alias",
+    "substring",
+    "ocr_exact",
+    "ocr_substring",
+    "ocr_confusable",
+    "text",
+    "semantic",
+    "time",
 ]
 
 #: Scores of lexical matches, on the same 0..1 scale as cosine similarities.
@@ -53,6 +61,7 @@ LEXICAL_SCORES: dict[str, float] = {
     "alias": 0.95,
     "substring": 0.75,
     "ocr_substring": 0.75,
+    "ocr_confusable": 0.7,
     "text": 0.6,
     "time": 1.0,
 }
@@ -106,6 +115,10 @@ class MultiAnchorResult(_Frozen):
     candidate_windows: tuple[CandidateWindow, ...]
     unresolved_anchors: tuple[str, ...]
     anchor_hits: dict[str, tuple[LocatorHit, ...]]
+
+
+#: Characters OCR reads for one another (after casefolding), mapped to one of each group.
+_OCR_CONFUSIONS = str.maketrans({"0": "o", "1": "l", "i": "l", "|": "l"})
 
 
 def fold(text: str) -> str:
@@ -285,7 +298,8 @@ class MemoryLocator:
         return self._ranked(found, limit)
 
     def find_ocr_text(self, text: str, *, limit: int | None = 20) -> list[LocatorHit]:
-        """OCRText nodes whose text equals ``text`` (case and spacing ignored), else contains it."""
+        """OCRText nodes whose text equals ``text`` (case and spacing ignored), else contains
+        it, else contains it once OCR's confusions (``0``/``o``, ``1``/``l``/``i``) are folded."""
         query = fold(text)
         if not query:
             return []
@@ -298,6 +312,11 @@ class MemoryLocator:
             for row in self._ocr_rows:
                 if query in self._entries[row].folded_label or compact in self._ocr_compact[row]:
                     found[row] = "ocr_substring"
+        if not found:  # a sign read as "R00M72" still names room 72
+            confused = compact.translate(_OCR_CONFUSIONS)
+            for row in self._ocr_rows:
+                if confused in self._ocr_compact[row].translate(_OCR_CONFUSIONS):
+                    found[row] = "ocr_confusable"
         return self._ranked(found, limit)
 
     def find_text(self, phrase: str, *, limit: int | None = 20) -> list[LocatorHit]:

@@ -119,6 +119,19 @@ def lexical_support(body: str, distinct: Sequence[str], text: str) -> float:
     return share if share >= 0.5 else 0.0
 
 
+#: A name with a number (``Pier 88``, ``room 4B``): it names one thing among look-alikes.
+_NUMBERED_NAME = re.compile(r"\b[A-Za-z]{2,} [0-9][0-9A-Za-z]*\b")
+
+
+def names_share(question: str, text: str) -> float:
+    """Share of the question's numbered names (``Pier 88``) that ``text`` spells out, run
+    together or not (``PIER88C0DE1584``); 0.0 when the question has none."""
+    names = list(dict.fromkeys(_NUMBERED_NAME.findall(question)))
+    if not names:
+        return 0.0
+    return sum(contains_phrase(n, text) for n in names) / len(names)
+
+
 def cosine(a: np.ndarray | None, b: np.ndarray | None) -> float:
     if a is None or b is None:
         return 0.0
@@ -149,13 +162,15 @@ def score_options(
 
     score = max over units of lexical x (1 + relevance of the unit to the question)
     [x 1.2 for units that are observations] + 0.3 x the best cosine between the option and
-    a unit. An option found as text in evidence about the question wins; similarity
-    decides only among options that no evidence spells out.
+    a unit, where relevance = cosine with the question + the share of the question's
+    numbered names the unit spells out. An option found as text in evidence about the
+    question wins (a line naming the asked-for ``Pier 88`` beats one about ``Bay 87`` when
+    both spell out an option); similarity decides only among options no evidence spells out.
     """
     distinct = distinctive_words(bodies)
     q = vectors.get(question)
     observed = observed or [False] * len(units)
-    relevance = [max(0.0, cosine(q, vectors.get(u))) for u in units]
+    relevance = [max(0.0, cosine(q, vectors.get(u))) + names_share(question, u) for u in units]
     scores = []
     for letter, body, wanted in zip(letters, bodies, distinct, strict=True):
         o = vectors.get(body)

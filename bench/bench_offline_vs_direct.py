@@ -1,0 +1,73 @@
+"""The full method against Direct on a 30-minute video of brief facts (not a test).
+
+A generated video shows ``--count`` facts (``DOCK 14 CODE 5831``), each for 8 s at a random
+time, on coloured scenes (``videotapestry.testing.fact_videos``; cached in bench/.cache/ with
+its memory). The memory is built once with the offline profile; then every question ("Which
+code was shown for Dock 14?", the wrong options other facts' codes) is answered by the full
+method and by the Direct baseline (50 uniform frames) in the same run, with the offline
+model. Prints both accuracies, each question's answers and the time per question.
+
+    python bench/bench_offline_vs_direct.py [--minutes 30] [--count 24] [--concurrency 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's package, not an installed one
+
+from videotapestry.testing.fact_bench import compare_offline_variants  # noqa: E402
+from videotapestry.testing.fact_videos import make_fact_video  # noqa: E402
+
+CACHE = ROOT / "bench" / ".cache"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--count", type=int, default=24)
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--concurrency", type=int, default=2)
+    args = parser.parse_args()
+    name = f"facts_{args.minutes:g}min_{args.count}_s{args.seed}"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    video = make_fact_video(
+        CACHE / f"{name}.mp4", duration_s=args.minutes * 60, count=args.count, seed=args.seed
+    )
+    print(f"video: {video.path.name}, {len(video.questions)} questions, "
+          f"{time.perf_counter() - started:.1f} s to write or reuse")  # fmt: skip
+    comparison = compare_offline_variants(
+        video, CACHE / f"{name}.memory", concurrency=args.concurrency
+    )
+    print(f"build: {comparison.build_s:.1f} s, {comparison.build_calls} model calls")
+    full, direct = comparison.runs["full"], comparison.runs["direct"]
+    print(
+        f"{'question':<10} {'fact at':>8} {'right':>5} {'full':>5} {'s':>6} {'direct':>6} {'s':>6}"
+    )
+    for f, d in zip(full.answered, direct.answered, strict=True):
+        fact = f.question.fact
+        at = f"{int(fact.start_s // 60):02d}:{int(fact.start_s % 60):02d}"
+        print(
+            f"{f.question.id:<10} {at:>8} {f.question.answer:>5} "
+            f"{(f.answer or '-') + (' ' if f.right else 'x'):>5} {f.elapsed_s:>6.1f} "
+            f"{(d.answer or '-') + (' ' if d.right else 'x'):>6} {d.elapsed_s:>6.1f}"
+        )
+        for failed in (f, d):
+            if failed.failure:
+                print(f"    failed: {failed.failure}")
+    for run in (full, direct):
+        print(
+            f"{run.variant:<7} accuracy {run.accuracy:.1%} "
+            f"({sum(a.right for a in run.answered)}/{len(run.answered)}), "
+            f"{run.mean_question_s:.1f} s per question, batch {run.wall_s:.1f} s "
+            f"(concurrency {args.concurrency})"
+        )
+
+
+if __name__ == "__main__":
+    main()
