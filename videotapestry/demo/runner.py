@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from videotapestry.errors import VideoTapestryError
 from videotapestry.question import option_body, option_letters
+from videotapestry.schemas import parse_seconds
 from videotapestry.timecode import format_timestamp
 
 if TYPE_CHECKING:
@@ -143,7 +144,7 @@ def answer_evidence(result: Result) -> Evidence:
             for line in re.split(r"\n|;\s+", observation.result):
                 moment = _TIMED.match(line.strip())
                 if moment and _names(chosen, moment[2]):
-                    frames.append((outcome.level, _seconds(moment[1]), moment[2].strip()))
+                    frames.append((outcome.level, parse_seconds(moment[1]), moment[2].strip()))
     memory = [
         part for line in result.memory_text.splitlines() for part in _naming_parts(chosen, line)
     ]
@@ -248,13 +249,6 @@ def render_summary(report: DemoReport) -> str:
 _CLOCK = r"\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?"
 _TIMED = re.compile(rf"^\[?({_CLOCK})(?:\s*-\s*{_CLOCK})?\]?\s*[:\-–]\s*(.+)$")
 _TIME_RANGE = re.compile(rf"{_CLOCK}\s*-\s*{_CLOCK}|@{_CLOCK}")
-
-
-def _seconds(clock: str) -> float:
-    value = 0.0
-    for part in clock.split(":"):
-        value = value * 60 + float(part)
-    return value
 
 
 def _words(text: str) -> list[str]:

@@ -25,6 +25,7 @@ from videotapestry.llm.offline.matching import (
     fold,
     word_overlap,
 )
+from videotapestry.schemas import parse_seconds
 
 Relation = Literal["at", "after", "before"]
 Kind = Literal["speech", "screen"]
@@ -123,12 +124,12 @@ def timed_unit(text: str) -> TimedUnit | None:
     """The unit's first time range (or ``@time``), if it is short enough to be a moment."""
     found = _RANGE.search(text)
     if found:
-        start, end = _seconds(found[1]), _seconds(found[2])
+        start, end = parse_seconds(found[1]), parse_seconds(found[2])
     else:
         single = _AT.search(text)
         if not single:
             return None
-        start = end = _seconds(single[1])
+        start = end = parse_seconds(single[1])
     if end < start or end - start > MAX_SPAN_S:
         return None
     kind: Kind | None = None
@@ -307,13 +308,6 @@ def _key(
     if unit.end <= anchor.start + 1.0:
         return ((anchor.start - unit.end, width), unit)
     return None
-
-
-def _seconds(clock: str) -> float:
-    value = 0.0
-    for part in clock.split(":"):
-        value = value * 60 + float(part)
-    return value
 
 
 def _clock(seconds: float) -> str:
