@@ -26,6 +26,7 @@ from videotapestry.llm.offline.matching import (
     word_overlap,
 )
 from videotapestry.schemas import parse_seconds
+from videotapestry.timecode import format_timestamp
 
 Relation = Literal["at", "after", "before"]
 Kind = Literal["speech", "screen"]
@@ -97,9 +98,9 @@ class TemporalChoice:
         where = {"at": "at the time of", "after": "first after", "before": "last before"}
         return (
             f"the question points at the moment of {ask.anchor!r}, found at "
-            f"{_clock(self.anchor.start)}-{_clock(self.anchor.end)} in "
+            f"{format_timestamp(self.anchor.start)}-{format_timestamp(self.anchor.end)} in "
             f'"{_short(self.anchor.text)}"; {self.letter}\'s evidence at '
-            f"{_clock(self.evidence.start)}-{_clock(self.evidence.end)} "
+            f"{format_timestamp(self.evidence.start)}-{format_timestamp(self.evidence.end)} "
             f'("{_short(self.evidence.text)}") is the one {where[ask.relation]} it'
         )
 
@@ -180,7 +181,8 @@ def moments(lines: Sequence[str]) -> list[str]:
         if text not in groups[key]:
             groups[key].append(text)
     return [
-        f"{_clock(a * SAME_MOMENT_S)}-{_clock(b * SAME_MOMENT_S)}: " + " / ".join(texts)
+        f"{format_timestamp(a * SAME_MOMENT_S)}-{format_timestamp(b * SAME_MOMENT_S)}: "
+        + " / ".join(texts)
         for (a, b), texts in sorted(groups.items())
         if len(texts) > 1
     ]
@@ -308,11 +310,6 @@ def _key(
     if unit.end <= anchor.start + 1.0:
         return ((anchor.start - unit.end, width), unit)
     return None
-
-
-def _clock(seconds: float) -> str:
-    seconds = round(seconds)
-    return f"{seconds // 60:02d}:{seconds % 60:02d}"
 
 
 def _short(text: str, limit: int = 90) -> str:
