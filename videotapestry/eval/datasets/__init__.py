@@ -1,0 +1,38 @@
+"""Benchmark loaders by command-line name: each reads the benchmark's own released files.
+
+A loader takes the annotation file or the directory holding it and returns normalized
+``EvalQuestion`` records; it never needs the videos, so ``eval --list`` works before a
+single video is downloaded. Malformed files raise ``DatasetError`` naming file and row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from videotapestry.eval.datasets.common import DatasetError, LoadOptions
+from videotapestry.eval.datasets.jsonl import load_jsonl
+from videotapestry.eval.questions import EvalQuestion
+
+Loader = Callable[[Path, LoadOptions], list[EvalQuestion]]
+
+
+def loaders() -> dict[str, Loader]:
+    """Every benchmark name the command line accepts, with its loader."""
+    return {"jsonl": load_jsonl}
+
+
+def load_benchmark(
+    name: str, annotations: str | Path, options: LoadOptions | None = None
+) -> list[EvalQuestion]:
+    """The benchmark's questions, normalized, in the file's order."""
+    table = loaders()
+    if name not in table:
+        raise DatasetError(f"unknown benchmark {name!r}; choose one of {', '.join(table)}")
+    path = Path(annotations).expanduser()
+    if not path.exists():
+        raise DatasetError(f"annotations not found: {path}")
+    return table[name](path, options or LoadOptions())
+
+
+__all__ = ["DatasetError", "LoadOptions", "load_benchmark", "loaders"]
