@@ -54,13 +54,13 @@ def test_a_second_run_rebuilds_nothing(cache: Path, capsys: pytest.CaptureFixtur
     assert report["right"] == 4
 
 
-def test_another_code_changes_the_answer(
+def test_another_code_at_another_time_changes_the_answer(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "sample"
     subprocess.run(
         [sys.executable, "-m", "videotapestry.demo.sample", "--out", str(out),
-         "--code", "8023"],
+         "--code", "8023", "--code-at", "700"],
         check=True, capture_output=True, timeout=300,
     )  # fmt: skip
     moved = {q["id"]: q for q in json.loads((out / "questions.json").read_text())["questions"]}
@@ -74,7 +74,13 @@ def test_another_code_changes_the_answer(
     assert code == 0, report
     answers = {q["id"]: q["answer"] for q in report["questions"]}
     assert answers == {i: q["answer"] for i, q in moved.items()}
-    # The code on the slide changed, and so did the option the demo chose.
+    # The code on the slide changed, and so did the option the demo chose; the frames its
+    # answer rests on are where the slide now is (11:40), not where it was.
     chosen = moved["gate_b_code"]["options"][ord(answers["gate_b_code"]) - 65]
     before = shipped["gate_b_code"]["options"][ord(shipped["gate_b_code"]["answer"]) - 65]
     assert "8023" in chosen and "4417" in before
+    [span] = moved["gate_b_code"]["evidence_spans"]
+    assert span["start_s"] == 700
+    by_id = {q["id"]: q for q in report["questions"]}
+    seen_at = [t for _level, t, text in by_id["gate_b_code"]["frames"] if "8023" in text]
+    assert seen_at and all(span["start_s"] <= t <= span["end_s"] for t in seen_at)

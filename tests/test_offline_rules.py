@@ -458,3 +458,83 @@ def test_a_line_naming_the_asked_for_numbered_name_outweighs_look_alikes() -> No
     units = ["28:37-28:42: PIER88C0DE1584", "24:52: BAY 87 C0DE 9656"]
     scores = score_options(["A", "B"], ["9656", "1584"], units, {}, question)
     assert best_option(scores).letter == "B"  # without the name, a tie goes to A
+
+
+def test_the_overview_hands_down_when_it_read_and_the_skim_looks_there_first(text_only) -> None:
+    # Two look-alike MacroEvents, each spelling an option: without a hint the first wins.
+    # The Super decision's instruction names the time it read the code at (not the code),
+    # and the Skim plan then looks at the MacroEvent holding that time.
+    supers = SUPERS.replace(
+        "signs by the doors.", "signs by the doors.\n[Visual] 03:30-03:40: EXIT CODE 4417"
+    )
+    decided = _rule(
+        "decision",
+        text_only,
+        level="super",
+        agent_name="Overview Agent",
+        memory_level="super",
+        memories=supers,
+        question=QUESTION,
+        options=OPTIONS,
+        upstream_instruction="",
+        trajectory="",
+    )
+    instruction = decided["next_instruct"]
+    assert "03:30-03:40" in instruction and "4417" not in instruction
+    macros = (
+        "macro_0001 [02:00-03:00] Exit hall: a sign reads EXIT CODE 1447.\n"
+        "macro_0002 [03:00-04:00] Exit hall: a sign reads EXIT CODE 7144.\n"
+        "macro_0003 [04:00-05:00] Pumps in a row."
+    )
+
+    def plan(upstream: str) -> dict:
+        return _rule(
+            "level_planning",
+            text_only,
+            level="macro",
+            agent_name="Skim Agent",
+            memory_level="macro",
+            question=QUESTION,
+            options=OPTIONS,
+            upstream_instruction=upstream,
+            global_summary="root [00:00-06:00] A plant tour.",
+            memories=macros,
+            trajectory="",
+            limits={"max_observations": 2, "max_updates": 2, "max_calls": 4},
+            max_frames=50,
+        )
+
+    assert plan("")["candidate_memory_ids"][0] == "macro_0001"
+    hinted = plan(instruction)
+    assert hinted["candidate_memory_ids"][0] == "macro_0002"
+    [(start, end), *_] = hinted["time_ranges"]
+    assert start <= 210 <= end
+
+
+def test_of_two_lines_spelling_options_the_one_about_the_question_wins(embedder) -> None:
+    # The lines of the demo sample's memory: the answer said in a long stored line, a
+    # look-alike heard again by an observation (which weighs more); the question's own
+    # words (pick, name, card) tip the balance to the line that is about the question.
+    question = "Where did the speaker tell volunteers to pick up their name cards?"
+    bodies = [
+        "At the main office",
+        "At the green tent next to the bridge",
+        "At the yellow tent",
+        "At the white information tent",
+    ]
+    units = [
+        'Someone says: "Good morning everyone and thank you for helping out today Please pick '
+        "up your name card at the green tent next to the bridge Keep the card with you all day "
+        'so that visitors can find you"',
+        "[05:17-05:20] Lunch for volunteers will be served in the yellow tent",
+    ]
+    observed = [False, True]
+    texts = [question, *bodies, *units]
+    vectors = dict(zip(texts, embedder.embed(texts), strict=True))
+    plain = score_options("ABCD", bodies, units, vectors, question, observed=observed)
+    assert best_option(plain).letter == "C"
+    words = ("speaker", "tell", "volunteers", "pick", "name", "cards")
+    scored = score_options(
+        "ABCD", bodies, units, vectors, question, observed=observed, question_words=words
+    )
+    assert best_option(scored).letter == "B"

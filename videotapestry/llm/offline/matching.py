@@ -157,20 +157,28 @@ def score_options(
     question: str,
     *,
     observed: Sequence[bool] | None = None,
+    question_words: Sequence[str] = (),
 ) -> list[OptionScore]:
     """Each option's support in the evidence ``units`` (memory lines, readings).
 
     score = max over units of lexical x (1 + relevance of the unit to the question)
     [x 1.2 for units that are observations] + 0.3 x the best cosine between the option and
     a unit, where relevance = cosine with the question + the share of the question's
-    numbered names the unit spells out. An option found as text in evidence about the
-    question wins (a line naming the asked-for ``Pier 88`` beats one about ``Bay 87`` when
-    both spell out an option); similarity decides only among options no evidence spells out.
+    numbered names the unit spells out + 0.3 x the share of ``question_words`` (the
+    question's content words, option words removed) it holds. An option found as text in
+    evidence about the question wins (a line naming the asked-for ``Pier 88`` beats one about
+    ``Bay 87`` when both spell out an option); similarity decides only among options no
+    evidence spells out.
     """
     distinct = distinctive_words(bodies)
     q = vectors.get(question)
     observed = observed or [False] * len(units)
-    relevance = [max(0.0, cosine(q, vectors.get(u))) + names_share(question, u) for u in units]
+    relevance = [
+        max(0.0, cosine(q, vectors.get(u)))
+        + names_share(question, u)
+        + 0.3 * word_overlap(question_words, u)
+        for u in units
+    ]
     scores = []
     for letter, body, wanted in zip(letters, bodies, distinct, strict=True):
         o = vectors.get(body)

@@ -77,6 +77,8 @@ MAX_OBSERVED_TEXTS = 16
 SURE_CONFIDENCE = 0.8
 MAX_QUOTED_LINES = 6
 MAX_FACTS_PER_MEMORY = 8
+#: What a memory holding a time the level above read its best facts at gains in ranking.
+HINT_GAIN = 0.3
 _OBSERVED_MARK = re.compile(r"^\[(?:Visual|Transcript)\]|^\[\d|Observed:|read by OCR")
 _STOPWORDS_DISPLAY = re.compile(r"[A-Za-z0-9°%.'’-]+")
 #: Words of observation requests that say how to look or listen, not what for.
@@ -343,7 +345,12 @@ def level_planning(view: PromptView, perception: Perception) -> dict:
         memories = read_entries(section(user, "-level memories:", "Trajectory of this level"))
     nested = [e for m in memories for e in _nested(m)]
     vectors = perception.embed([topic.query, *_entry_texts(memories), *_entry_texts(nested)])
-    ranked = _ranked(memories, _entry_relevance(memories, topic, vectors))
+    scores = _toward_the_hints(
+        memories,
+        _entry_relevance(memories, topic, vectors),
+        field_value(user, "Instruction from the level above"),
+    )
+    ranked = _ranked(memories, scores)
     chosen = [e for e, s in ranked if s >= ranked[0][1] - 0.05][:2] if ranked else []
     inside = [n for c in chosen for n in _nested(c)]
     if inside:
@@ -705,6 +712,8 @@ def decision(view: PromptView, perception: Perception) -> dict:
     entries = read_entries(section(user, "updated_dynamic_memories:", "Trajectory of this level"))
     vectors = perception.embed([topic.query, *_entry_texts(entries)])
     scores = _entry_relevance(entries, topic, vectors)
+    upstream = field_value(user, "Instruction from the level above")
+    scores = _toward_the_hints(entries, scores, upstream)
     scores = [s + (0.3 if _observed(e) else 0.0) for e, s in zip(entries, scores, strict=True)]
     ranked = _ranked(entries, scores)
     chosen = [e for e, s in ranked if s >= ranked[0][1] - 0.05][:2] if ranked else []
@@ -721,7 +730,7 @@ def decision(view: PromptView, perception: Perception) -> dict:
     if level == "super":
         instruct = (
             f"In the selected stages, find the MacroEvents whose on-screen text, speech or "
-            f"events concern {topic.display}."
+            f"events concern {topic.display}.{_seen_above(_found_facts(chosen, topic))}"
         )
         template = instruction_type(question.question, is_global=False)
     else:
@@ -745,15 +754,22 @@ def _observed(entry: Entry) -> bool:
 
 def _found(entries: Sequence[Entry], topic: Topic) -> str:
     """The observed facts of ``entries`` that bear most on the question (three at most)."""
-    facts: list[str] = []
+    facts = _found_facts(entries, topic)
+    if not facts:
+        return "; ".join(e.head.split(":")[0] for e in entries) or "nothing specific"
+    return "; ".join(f.text for f in facts)
+
+
+def _found_facts(entries: Sequence[Entry], topic: Topic) -> list[Fact]:
+    """The three observed facts of ``entries`` weighing most on the question, in order."""
+    facts: dict[str, Fact] = {}
     for entry in entries:
         for line in entry.body:
             for mark in ("Observed:", "[Visual]"):
                 if line.startswith(mark):
-                    facts += [f.text for f in read_facts(line[len(mark) :].strip())]
-    facts = list(dict.fromkeys(facts))
-    if not facts:
-        return "; ".join(e.head.split(":")[0] for e in entries) or "nothing specific"
+                    for fact in read_facts(line[len(mark) :].strip()):
+                        facts.setdefault(fact.text, fact)
+    found = list(facts.values())
     bodies = topic.question.bodies
     option_words = distinctive_words(bodies) if bodies else []
 
@@ -764,8 +780,34 @@ def _found(entries: Sequence[Entry], topic: Topic) -> str:
         )
         return spelled + word_overlap(topic.words, text)
 
-    order = sorted(range(len(facts)), key=lambda i: (-weight(facts[i]), i))[:3]
-    return "; ".join(facts[i] for i in sorted(order))
+    order = sorted(range(len(found)), key=lambda i: (-weight(found[i].text), i))[:3]
+    return [found[i] for i in sorted(order)]
+
+
+def _seen_above(facts: Sequence[Fact]) -> str:
+    """When the level above read its best facts, for the level below to look there first
+    (the times only: an instruction directs the search, it does not hand down answers)."""
+    if not facts:
+        return ""
+    spans = dict.fromkeys(span_text(f.start, f.end) for f in facts)
+    return f" Look first at {', '.join(spans)}, where this level read the most relevant text."
+
+
+def _toward_the_hints(
+    entries: Sequence[Entry], scores: Sequence[float], instruction: str
+) -> list[float]:
+    """Entries holding a time the level above read its facts at gain ``HINT_GAIN``: the
+    handed-down instruction is how the method says where to look (SPEC §5)."""
+    read = re.search(r"Look first at (.*), where this level read", instruction)
+    clock_ = r"\d{1,2}:\d{2}(?::\d{2})?"
+    spans = re.findall(rf"({clock_})(?:-({clock_}))?", read.group(1) if read else "")
+    hints = [(seconds(a), seconds(b or a)) for a, b in spans]
+    if not hints:
+        return list(scores)
+    return [
+        s + (HINT_GAIN if any(overlaps(e.span, h) for h in hints) else 0.0)
+        for e, s in zip(entries, scores, strict=True)
+    ]
 
 
 # --------------------------------------------------------------------------- single agent
@@ -938,7 +980,13 @@ def _answer(
             }
     vectors = perception.embed([question.question, *bodies, *texts])
     scores = score_options(
-        letters, bodies, texts, vectors, question.question, observed=[o for _, o in units]
+        letters,
+        bodies,
+        texts,
+        vectors,
+        question.question,
+        observed=[o for _, o in units],
+        question_words=topic_of(question).words,
     )
     best = best_option(scores)
     return {"reasoning": _why(best, scores, where), "answer": best.letter}
