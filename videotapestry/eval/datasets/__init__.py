@@ -11,7 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from videotapestry.eval.datasets.common import DatasetError, LoadOptions
+from videotapestry.eval.datasets.egoschema import (
+    egoschema_submission,
+    load_egoschema,
+    write_egoschema_submission,
+)
 from videotapestry.eval.datasets.jsonl import load_jsonl
+from videotapestry.eval.datasets.longvideobench import load_longvideobench
+from videotapestry.eval.datasets.lvbench import load_lvbench
+from videotapestry.eval.datasets.videomme import load_videomme
 from videotapestry.eval.questions import EvalQuestion
 
 Loader = Callable[[Path, LoadOptions], list[EvalQuestion]]
@@ -19,7 +27,13 @@ Loader = Callable[[Path, LoadOptions], list[EvalQuestion]]
 
 def loaders() -> dict[str, Loader]:
     """Every benchmark name the command line accepts, with its loader."""
-    return {"jsonl": load_jsonl}
+    return {
+        "videomme": load_videomme,
+        "lvbench": load_lvbench,
+        "longvideobench": load_longvideobench,
+        "egoschema": load_egoschema,
+        "jsonl": load_jsonl,
+    }
 
 
 def load_benchmark(
@@ -35,4 +49,11 @@ def load_benchmark(
     return table[name](path, options or LoadOptions())
 
 
-__all__ = ["DatasetError", "LoadOptions", "load_benchmark", "loaders"]
+__all__ = [
+    "DatasetError",
+    "LoadOptions",
+    "egoschema_submission",
+    "load_benchmark",
+    "loaders",
+    "write_egoschema_submission",
+]

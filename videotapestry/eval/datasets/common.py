@@ -1,13 +1,21 @@
-"""What every loader shares: its options, its error, and reading a file without tracebacks."""
+"""What every loader shares: its options, its error, and reading a file without tracebacks.
+
+The checks here are the ones every benchmark needs the same way (required keys, option
+lists, answer letters, duration selection, unique ids), so a malformed row gets the same
+kind of message whichever benchmark it came from: the file, the row, and what is wrong.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from videotapestry.errors import VideoTapestryError
+from videotapestry.errors import QuestionError, VideoTapestryError
+from videotapestry.eval.questions import EvalQuestion
+from videotapestry.question import LETTERS, labelled_options, option_letters, validate_question
 
 
 class DatasetError(VideoTapestryError):
@@ -16,7 +24,11 @@ class DatasetError(VideoTapestryError):
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """Selections a researcher makes on the command line (``--duration long``)."""
+    """Selections a researcher makes on the command line (``--duration long``).
+
+    ``duration`` names one duration group, or several separated by commas
+    (``medium,long``); each benchmark says which names it knows.
+    """
 
     duration: str | None = None
 
@@ -38,6 +50,54 @@ def read_text(path: Path) -> str:
         raise DatasetError(f"cannot read {path}: {exc}") from None
 
 
+def read_json(path: Path, *, lenient: bool = False) -> Any:
+    """The JSON document in ``path``; ``lenient`` also accepts trailing commas.
+
+    Some benchmarks publish hand-edited JSON (Video-MME's evaluation template ends objects
+    and lists with a comma); those commas are dropped, never evaluated as Python.
+    """
+    text = read_text(path)
+    if lenient:
+        text = strip_trailing_commas(text)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            f"{path} is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+
+
+def strip_trailing_commas(text: str) -> str:
+    """``text`` with every comma that directly precedes ``]`` or ``}`` blanked out.
+
+    Commas inside strings are kept; a dropped comma becomes a space so the line and column
+    numbers of a later JSON error still point at the right place in the file.
+    """
+    out: list[str] = []
+    in_string = escaped = False
+    pending: int | None = None  # index in ``out`` of a comma not yet followed by a value
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string, pending = True, None
+        elif char in "]}":
+            if pending is not None:
+                out[pending] = " "
+            pending = None
+        elif char == ",":
+            pending = len(out)
+        elif not char.isspace():
+            pending = None
+        out.append(char)
+    return "".join(out)
+
+
 def read_json_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """Each non-blank line's object with its line number (for messages)."""
     rows = []
@@ -52,3 +112,154 @@ def read_json_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
             raise DatasetError(f"{path}:{number} is not a JSON object")
         rows.append((number, row))
     return rows
+
+
+def json_list_of_objects(path: Path, data: Any, what: str) -> list[dict[str, Any]]:
+    """``data`` checked to be a JSON list of objects (one per ``what``)."""
+    if not isinstance(data, list):
+        raise DatasetError(
+            f"{path} must hold a JSON list, one object per {what}, got {type(data).__name__}"
+        )
+    for index, row in enumerate(data, start=1):
+        if not isinstance(row, dict):
+            raise DatasetError(f"{path}: {what} {index} is not a JSON object")
+    return data
+
+
+def require(row: Mapping[str, Any], keys: Sequence[str], where: str) -> None:
+    missing = [key for key in keys if key not in row or row[key] is None]
+    if missing:
+        raise DatasetError(f"{where} lacks {', '.join(missing)}")
+
+
+def text_field(row: Mapping[str, Any], key: str, where: str) -> str:
+    """A field that must be non-empty text (ids may be given as numbers)."""
+    value = row.get(key)
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+        raise DatasetError(f"{where}: {key} must be non-empty text, got {value!r}")
+    return str(value).strip()
+
+
+def number_field(row: Mapping[str, Any], key: str, where: str) -> float | None:
+    """An optional number (absent or null gives None; anything else must be a number)."""
+    value = row.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            return float(str(value))
+        except ValueError:
+            raise DatasetError(f"{where}: {key} must be a number, got {value!r}") from None
+    return float(value)
+
+
+def normalized_options(
+    options: Any, where: str, counts: Iterable[int], *, plain: bool = False
+) -> list[str]:
+    """The options labelled ``A. …`` in order, after the checks a question gets before a call.
+
+    ``counts`` are the option counts the benchmark publishes (4 for Video-MME, 4 or 5 for
+    LongVideoBench): any other count means the row was read wrongly, not a new question.
+    ``plain`` options (texts without letters) are labelled by position even when a text
+    starts like a label ("C. elegans …" stays the text of whichever option it is).
+    """
+    allowed = sorted(set(counts))
+    if not isinstance(options, (list, tuple)):
+        raise DatasetError(f"{where}: options must be a list, got {type(options).__name__}")
+    if len(options) not in allowed:
+        expected = " or ".join(str(count) for count in allowed)
+        raise DatasetError(f"{where}: expected {expected} options, got {len(options)}")
+    if not all(isinstance(option, str) for option in options):
+        raise DatasetError(f"{where}: every option must be text")
+    if plain:
+        for index, option in enumerate(options):
+            if not option.strip():
+                raise DatasetError(f"{where}: option {index + 1} ({option!r}) has no text")
+        return [
+            f"{letter}. {' '.join(option.split())}"
+            for letter, option in zip(LETTERS, options, strict=False)
+        ]
+    try:
+        letters = validate_question("?", list(options))
+    except QuestionError as exc:
+        raise DatasetError(f"{where}: {exc}") from None
+    if letters != list(LETTERS[: len(options)]):
+        raise DatasetError(
+            f"{where}: options are labelled {', '.join(letters)}; expected "
+            f"{', '.join(LETTERS[: len(options)])} in order"
+        )
+    return labelled_options(list(options))
+
+
+def answer_letter(value: Any, options: Sequence[str], where: str) -> str:
+    """The gold letter from a letter (``"C"``, ``"(C)"``, ``"c."``) or a 0-based index."""
+    letters = option_letters(options)
+    if isinstance(value, bool):
+        raise DatasetError(f"{where}: answer must be a letter or an index, got {value!r}")
+    if isinstance(value, int):
+        if not 0 <= value < len(options):
+            raise DatasetError(
+                f"{where}: answer index {value} is out of range for {len(options)} options"
+            )
+        return letters[value]
+    if isinstance(value, str):
+        letter = value.strip().strip("().:").strip().upper()
+        if letter in letters:
+            return letter
+    raise DatasetError(
+        f"{where}: answer {value!r} is not one of the option letters {', '.join(letters)}"
+    )
+
+
+def check_question(where: str, build: Callable[[], EvalQuestion]) -> EvalQuestion:
+    """``build()``, with a pydantic validation error turned into a message naming the row."""
+    from pydantic import ValidationError
+
+    try:
+        return build()
+    except ValidationError as exc:
+        problems = "; ".join(error["msg"] for error in exc.errors())
+        raise DatasetError(f"{where}: {problems}") from None
+
+
+def check_unique_ids(questions: Sequence[EvalQuestion], path: Path) -> None:
+    """Results are keyed by question id, so two questions with one id would overwrite."""
+    seen: set[str] = set()
+    for question in questions:
+        if question.id in seen:
+            raise DatasetError(f"{path}: question id {question.id!r} appears more than once")
+        seen.add(question.id)
+
+
+def select_duration(
+    questions: list[EvalQuestion],
+    options: LoadOptions,
+    path: Path,
+    benchmark: str,
+    aliases: Mapping[str, str] | None,
+) -> list[EvalQuestion]:
+    """The questions in the duration groups ``options.duration`` names.
+
+    ``aliases`` maps every name the benchmark accepts to its ``duration_group`` value
+    (LongVideoBench: ``long`` → ``3600``); None means the benchmark has no groups, and asking
+    for one is an error rather than a silently unfiltered run.
+    """
+    if options.duration is None:
+        return questions
+    if aliases is None:
+        raise DatasetError(f"{benchmark} has no duration groups; drop --duration")
+    wanted = set()
+    for name in (part.strip().lower() for part in options.duration.split(",")):
+        if name not in aliases:
+            raise DatasetError(
+                f"{benchmark} has no duration group {name!r}; choose from {', '.join(aliases)}"
+            )
+        wanted.add(aliases[name])
+    chosen = [question for question in questions if question.duration_group in wanted]
+    if not chosen:
+        present = sorted({str(question.duration_group) for question in questions})
+        raise DatasetError(
+            f"no question in {path} is in duration group {options.duration!r} "
+            f"(groups present: {', '.join(present) or 'none'})"
+        )
+    return chosen

@@ -2,7 +2,8 @@
 
 Keys: ``id``, ``video`` (a file name under ``--videos``), ``question``, ``options`` (labelled
 or plain texts), and optionally ``answer`` (a letter or a 0-based index), ``categories`` (a
-string or a list), ``subtitles``, ``video_id``, ``duration``.
+string or a list), ``subtitles``, ``video_id``, ``duration``, ``duration_group`` (which
+``--duration`` selects by).
 """
 
 from __future__ import annotations
@@ -11,7 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from videotapestry.errors import QuestionError
-from videotapestry.eval.datasets.common import DatasetError, LoadOptions, read_json_lines
+from videotapestry.eval.datasets.common import (
+    DatasetError,
+    LoadOptions,
+    check_unique_ids,
+    read_json_lines,
+    select_duration,
+)
 from videotapestry.eval.questions import EvalQuestion
 from videotapestry.question import LETTERS, labelled_options, option_letters, validate_question
 
@@ -22,7 +29,12 @@ def load_jsonl(path: Path, options: LoadOptions) -> list[EvalQuestion]:
         if len(candidates) != 1:
             raise DatasetError(f"{path} must hold exactly one .jsonl file, found {len(candidates)}")
         path = candidates[0]
-    return [_question(path, number, row) for number, row in read_json_lines(path)]
+    questions = [_question(path, number, row) for number, row in read_json_lines(path)]
+    check_unique_ids(questions, path)
+    groups = {
+        str(q.duration_group).lower(): q.duration_group for q in questions if q.duration_group
+    }
+    return select_duration(questions, options, path, "jsonl", groups or None)
 
 
 def _question(path: Path, number: int, row: dict[str, Any]) -> EvalQuestion:
