@@ -5,7 +5,8 @@ reader is the one place that decides what a half-written file means: a torn last
 skipped and counted (never an error, since a rerun is how the run heals), and when a
 question was answered twice the later line wins (a ``--force`` rerun, a retried failure).
 The report, ``compare`` and the runner's resume all read through here so they agree on
-which records a run holds.
+which records a run holds; a writer calls ``mend_torn_tail`` once before appending, so its
+first new line is not glued onto a torn one.
 """
 
 from __future__ import annotations
@@ -124,6 +125,21 @@ def read_records(run_dir: str | Path) -> RecordsRead:
     return parse_records(data)
 
 
+def require_records(run_dir: str | Path) -> RecordsRead:
+    """The records of a run that must already have some (reports, ``compare``)."""
+    run = Path(run_dir)
+    if not run.is_dir():
+        raise RunDirectoryError(f"run directory {run} does not exist")
+    read = read_records(run)
+    if not read.records:
+        path = results_path(run)
+        absent = "" if path.exists() else " (the file does not exist)"
+        raise RunDirectoryError(
+            f"no results in {path}{absent}; run `videotapestry eval ... --out {run}` first"
+        )
+    return read
+
+
 def latest(records: Iterable[ResultRecord]) -> dict[Key, ResultRecord]:
     """The last record of each (variant, question_id), in the order keys first appeared."""
     chosen: dict[Key, ResultRecord] = {}
@@ -195,3 +211,8 @@ def read_run_info(run_dir: str | Path) -> RunInfo:
             f"{path} has format {info.format}; this version reads format {RUN_FORMAT}"
         )
     return info
+
+
+def read_run_info_if_present(run_dir: str | Path) -> RunInfo | None:
+    """``run.json`` when there is one (a malformed one is still an error)."""
+    return read_run_info(run_dir) if (Path(run_dir) / RUN_FILE).exists() else None
