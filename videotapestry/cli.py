@@ -199,6 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
     from videotapestry.demo.cli import add_parser as add_demo
 
     add_demo(commands, _add_config_options)
+    from videotapestry.eval.report_cli import add_parsers as add_eval_report
+
+    add_eval_report(commands)
     return parser
 
 
@@ -231,6 +234,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from videotapestry.demo.cli import run as demo
 
             return demo(args)
+        if args.command in ("eval-report", "compare"):
+            from videotapestry.eval.report_cli import run as eval_report
+
+            return eval_report(args)
     except VideoTapestryError as exc:
         print(f"videotapestry: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
