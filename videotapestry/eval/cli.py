@@ -235,7 +235,7 @@ async def _evaluate(args: argparse.Namespace, questions: list[EvalQuestion]) -> 
         await vt.aclose()
         vt.service.close()
         run_dir.close()
-    _write_outputs(run_dir.path, args.benchmark, questions, outcome)
+    _write_outputs(run_dir.path, args.benchmark, outcome)
     return _summary(outcome, run_dir.path, allow_degraded=args.allow_degraded)
 
 
@@ -266,10 +266,9 @@ class _Progress:
             self.bar.close()
 
 
-def _write_outputs(
-    run_dir: Path, benchmark: str, questions: list[EvalQuestion], outcome: RunOutcome
-) -> None:
-    """The report (``write_report``) and, for EgoSchema, the server's submission file.
+def _write_outputs(run_dir: Path, benchmark: str, outcome: RunOutcome) -> None:
+    """The report (``write_report``) and, for EgoSchema, the server's submission file per
+    variant (``{q_uid: option index}``).
 
     Both live in modules written alongside this one; while one is absent the run's records
     are complete and ``videotapestry eval-report RUN`` can write the report later.
@@ -277,24 +276,21 @@ def _write_outputs(
     try:
         from videotapestry.eval.report import write_report
     except ImportError:
-        print(
-            "videotapestry: note: report module not available; no report written", file=sys.stderr
-        )
+        print("videotapestry: note: no report module; no report written", file=sys.stderr)
     else:
         write_report(run_dir)
+        print(f"report: {run_dir / 'report.md'}")
     if benchmark != "egoschema":
         return
     try:
-        from videotapestry.eval.datasets.egoschema import write_submission
+        from videotapestry.eval.datasets.egoschema import write_egoschema_submission
     except ImportError:
-        print("videotapestry: note: EgoSchema submission writer not available", file=sys.stderr)
+        print("videotapestry: note: no EgoSchema submission writer", file=sys.stderr)
         return
     for variant in outcome.variants:
-        write_submission(
-            run_dir / f"egoschema_submission_{variant}.json",
-            questions,
-            outcome.of_variant(variant),
-        )
+        path = run_dir / f"egoschema_submission_{variant}.json"
+        write_egoschema_submission(outcome.of_variant(variant), path, variant=variant)
+        print(f"EgoSchema submission ({variant}): {path}")
 
 
 def _summary(outcome: RunOutcome, run_dir: Path, *, allow_degraded: bool) -> int:
