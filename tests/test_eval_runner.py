@@ -385,6 +385,24 @@ def test_identity_names_prompt_and_model_changes(data: Path) -> None:
     assert line.startswith("prompt _no_steering: ")
 
 
+def test_no_video_answers_from_the_memories_and_is_part_of_the_identity(
+    data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.on(None, ScriptedModel())
+    questions = annotations(tmp_path / "q.jsonl", 2)
+    run = tmp_path / "run"
+    args = eval_args(data, questions, run, server, "--no-video")
+    args[args.index("--videos") + 1] = str(tmp_path / "absent")  # not needed, not read
+    assert main(args) == 0
+    assert server.requests and not server.requests_for("observation")
+    assert all(row["correct"] for row in lines(run))  # the titles are in the memories
+    assert read_run_info(run).model_extra["no_video"] is True
+    capsys.readouterr()
+    with_video = eval_args(data, questions, run, server)
+    assert main(with_video) == 2
+    assert "no_video: True in the run, False now" in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------- (f) --list
 
 
