@@ -333,6 +333,9 @@ def test_a_run_made_with_another_config_is_refused_without_force(
     questions = annotations(tmp_path / "q.jsonl", 3)
     run = tmp_path / "run"
     assert main(eval_args(data, questions, run, server, "--limit", "2")) == 0
+    header = read_run_info(run)
+    assert header.command[:4] == ["videotapestry", "eval", "--benchmark", "jsonl"]
+    assert header.prompt_hashes["final_answer"] and header.models["answer"] == "gpt-5.5"
     before = (run / "results.jsonl").read_bytes()
     server.reset()
     server.on(None, ScriptedModel())

@@ -220,7 +220,7 @@ async def _evaluate(args: argparse.Namespace, questions: list[EvalQuestion]) -> 
         variants=variants,
         config=vt.config,
         prompts=vt.prompts,
-        command=["videotapestry", *sys.argv[1:]],
+        command=["videotapestry", *getattr(args, "argv", sys.argv[1:])],
         no_video=args.no_video,
     )
     run_dir = RunDirectory.open(args.out, info, force=args.force)
