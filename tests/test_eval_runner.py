@@ -169,6 +169,20 @@ def test_a_killed_run_resumes_without_asking_a_finished_question_again(
     assert all(
         row["usage"]["calls"] == 1 and row["reassembled_from"] == "full" for row in reassembled
     )
+    # The report written at the end of the rerun counts what results.jsonl holds.
+    report = json.loads((run / "report.json").read_text())
+    for variant in ("full", "refined_super_only"):
+        mine = [row for row in rows if row["variant"] == variant]
+        numbers = report["variants"][variant]
+        right = sum(row["prediction"] == row["gold"] for row in mine)
+        assert numbers["accuracy"] == {
+            "correct": right,
+            "total": len(mine),
+            "accuracy": right / len(mine),
+        }
+        calls = sum(row["usage"]["calls"] for row in mine) / len(mine)
+        assert numbers["usage"]["calls"] == pytest.approx(calls)
+    assert (run / "report.md").is_file()
 
 
 # --------------------------------------------------------------------------- (b) early stop

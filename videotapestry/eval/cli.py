@@ -286,25 +286,14 @@ class _Progress:
 
 
 def _write_outputs(run_dir: Path, benchmark: str, outcome: RunOutcome) -> None:
-    """The report (``write_report``) and, for EgoSchema, the server's submission file per
-    variant (``{q_uid: option index}``).
+    """The report and, for EgoSchema, the server's submission file per variant
+    (``{q_uid: option index}``, the only way to score its hidden answers)."""
+    from videotapestry.eval.datasets.egoschema import write_egoschema_submission
+    from videotapestry.eval.report import write_report
 
-    Both live in modules written alongside this one; while one is absent the run's records
-    are complete and ``videotapestry eval-report RUN`` can write the report later.
-    """
-    try:
-        from videotapestry.eval.report import write_report
-    except ImportError:
-        print("videotapestry: note: no report module; no report written", file=sys.stderr)
-    else:
-        write_report(run_dir)
-        print(f"report: {run_dir / 'report.md'}")
+    write_report(run_dir)
+    print(f"report: {run_dir / 'report.md'}")
     if benchmark != "egoschema":
-        return
-    try:
-        from videotapestry.eval.datasets.egoschema import write_egoschema_submission
-    except ImportError:
-        print("videotapestry: note: no EgoSchema submission writer", file=sys.stderr)
         return
     for variant in outcome.variants:
         path = run_dir / f"egoschema_submission_{variant}.json"
