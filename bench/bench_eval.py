@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import math
 import multiprocessing
@@ -176,18 +177,43 @@ def clear_peak() -> None:
         Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS
 
 
+class GcPauses:
+    """Time spent in the cyclic garbage collector, by generation (it stops every thread)."""
+
+    def __init__(self) -> None:
+        self.pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses[info["generation"]].append(time.perf_counter() - self._started)
+
+    def __enter__(self) -> GcPauses:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
+
+
 class LoopLag:
     """A 50 ms ticker: how late it wakes is how long the loop was busy with other work."""
 
     def __init__(self) -> None:
         self.lags: list[float] = []
+        self.worst: list[tuple[float, float]] = []  # (lag, seconds since start)
         self._task: asyncio.Task | None = None
 
     async def _tick(self) -> None:
+        origin = time.perf_counter()
         while True:
             started = time.perf_counter()
             await asyncio.sleep(0.05)
-            self.lags.append(time.perf_counter() - started - 0.05)
+            lag = time.perf_counter() - started - 0.05
+            self.lags.append(lag)
+            self.worst = sorted([*self.worst, (lag, started - origin)], reverse=True)[:3]
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._tick())
@@ -232,7 +258,7 @@ async def run_eval(args, base_url: str, annotations: Path, videos: Path, memorie
         vt,
         run_dir,
         Inputs(videos=videos, memories=memories, subtitles=subs),
-        RunnerOptions(concurrency=args.concurrency),
+        RunnerOptions(concurrency=args.concurrency, freeze_loaded_objects=True),
     )
     lag = LoopLag()
     clear_peak()
@@ -240,14 +266,15 @@ async def run_eval(args, base_url: str, annotations: Path, videos: Path, memorie
     cpu_before = time.process_time()
     lag.start()
     started = time.perf_counter()
-    outcome = await runner.run(questions)
+    with GcPauses() as pauses:
+        outcome = await runner.run(questions)
     wall = time.perf_counter() - started
     lag.stop()
     cpu = time.process_time() - cpu_before
     peak_mb = peak_rss_mb()
     await vt.aclose()
     run_dir.close()
-    return outcome, wall, cpu, before_mb, peak_mb, lag.lags, run
+    return outcome, wall, cpu, before_mb, peak_mb, lag, pauses.pauses, run
 
 
 def main() -> None:
@@ -279,7 +306,7 @@ def main() -> None:
     server.start()
     base_url = ready.get(timeout=120)
     try:
-        outcome, wall, cpu, before_mb, peak_mb, lags, run = asyncio.run(
+        outcome, wall, cpu, before_mb, peak_mb, lag, pauses, run = asyncio.run(
             run_eval(args, base_url, annotations, videos, memories, subs)
         )
     finally:
@@ -308,11 +335,19 @@ def main() -> None:
     print(f"  packing bound with equal questions: {waves} waves x {max(paths)} calls = "
           f"{bound:.1f} s ({bound / ideal:.3f}x ideal); wall / bound "
           f"{wall / bound:.3f}")  # fmt: skip
-    print(f"  CPU time of the run {cpu:.1f} s ({cpu / wall:.2f} cores busy on average)")
+    print(f"  CPU time of the run {cpu:.1f} s ({cpu / len(records):.2f} s per question, "
+          f"{cpu / wall:.2f} cores busy on average; load average before the run "
+          f"{os.getloadavg()[0]:.1f})")  # fmt: skip
+    lags = lag.lags
     lags_sorted = sorted(lags)
     print(f"  event loop lag (50 ms ticker): p50 {1000 * statistics.median(lags):.1f} ms, "
           f"p99 {1000 * lags_sorted[int(0.99 * (len(lags) - 1))]:.0f} ms, max "
-          f"{1000 * max(lags):.0f} ms, total {sum(lags):.1f} s")  # fmt: skip
+          f"{1000 * max(lags):.0f} ms, total {sum(lags):.1f} s; worst at "
+          + ", ".join(f"{t:.0f} s ({1000 * lagged:.0f} ms)" for lagged, t in lag.worst)
+    )  # fmt: skip
+    print("  garbage collector: " + ", ".join(
+        f"gen {g} {len(p)}x, {sum(p):.2f} s (max {1000 * max(p, default=0):.0f} ms)"
+        for g, p in pauses.items()))  # fmt: skip
     print(f"  peak RSS {peak_mb:.0f} MB (before the run {before_mb:.0f} MB, with the "
           f"embedder loaded; the run added {peak_mb - before_mb:.0f} MB)")  # fmt: skip
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from videotapestry.errors import ConfigError
+from videotapestry.errors import ConfigError, VideoTapestryError
 
 if TYPE_CHECKING:
     from videotapestry.eval.questions import EvalQuestion
@@ -236,6 +236,7 @@ async def _evaluate(args: argparse.Namespace, questions: list[EvalQuestion]) -> 
         build_missing=args.build_missing,
         retry_failed=not args.keep_failed,
         stop_after_same_failures=args.stop_after,
+        freeze_loaded_objects=True,
     )
     limit = vt.config.models.max_concurrency_per_endpoint
     if args.concurrency > limit:
@@ -291,8 +292,12 @@ def _write_outputs(run_dir: Path, benchmark: str, outcome: RunOutcome) -> None:
     from videotapestry.eval.datasets.egoschema import write_egoschema_submission
     from videotapestry.eval.report import write_report
 
-    write_report(run_dir)
-    print(f"report: {run_dir / 'report.md'}")
+    try:
+        write_report(run_dir)
+    except (VideoTapestryError, OSError) as exc:  # the records stand without a report
+        print(f"videotapestry: note: no report written: {exc}", file=sys.stderr)
+    else:
+        print(f"report: {run_dir / 'report.md'}")
     if benchmark != "egoschema":
         return
     for variant in outcome.variants:
