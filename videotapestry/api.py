@@ -14,10 +14,11 @@ key); whatever makes a run differ from the method is recorded on its result
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from videotapestry.agents.rules import is_global_question
 from videotapestry.agents.state import AnswerOutcome, Degradation, LevelOutcome, QuestionInput
 from videotapestry.asr import TranscriptSource, make_transcript_source
 from videotapestry.assemble import assemble
-from videotapestry.config import Config, load_config
+from videotapestry.config import Config, load_config, validate_config
 from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
 from videotapestry.errors import ConfigError, ModelCallError, VideoTapestryError
 from videotapestry.graph import build_graph
@@ -79,6 +80,16 @@ class LoadedMemory:
     evidence: PackedClips | None
 
 
+@dataclass
+class _Loaded:
+    """What sibling instances (``for_variant``) share: loaded memories and the one Whisper."""
+
+    memories: dict[tuple[str, str | None], LoadedMemory] = field(default_factory=dict)
+    whisper: TranscriptSource | None = None  # one model load for all questions
+    #: Questions build their contexts on worker threads; one memory is loaded once.
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+
 @dataclass(frozen=True)
 class QuestionItem:
     """One question for ``abatch``."""
@@ -106,8 +117,21 @@ class VideoTapestry:
         self.prompts = PromptRegistry(self.config.prompts.override_dir)
         self.service = service or ModelService(self.config)
         self.embedder = embedder or SentenceTransformerEmbedder(self.config.embedding)
-        self._memories: dict[tuple[str, str | None], LoadedMemory] = {}
-        self._whisper: TranscriptSource | None = None  # one model load for all questions
+        self._loaded = _Loaded()
+
+    def for_variant(self, variant: str) -> VideoTapestry:
+        """This instance under another variant (paper Table 3), sharing everything loaded.
+
+        The model service (clients, endpoint limits, cache, run usage), the embedder, the
+        prompts, every loaded memory and the Whisper model are the same objects, so a sweep
+        over variants loads each of them once. Only ``config.variant`` differs, which is what
+        makes sharing them valid.
+        """
+        config = validate_config({**self.config.model_dump(mode="json"), "variant": variant})
+        sibling = VideoTapestry(config, service=self.service, embedder=self.embedder)
+        sibling.prompts = self.prompts
+        sibling._loaded = self._loaded
+        return sibling
 
     # -- memory ----------------------------------------------------------------------------
 
@@ -119,18 +143,27 @@ class VideoTapestry:
             key = (f"object:{id(memory)}", video_fingerprint)
         else:
             key = (str(Path(memory).resolve()), video_fingerprint)
-        loaded = self._memories.get(key)
-        if loaded is None:
-            raw = (
-                memory
-                if isinstance(memory, VideoMemory)
-                else open_memory(memory, expected_fingerprint=video_fingerprint)
-            )
-            embedded = ensure_embeddings(raw, self.embedder)
-            evidence = pack_memory_evidence(embedded, self.config.pace_mem)
-            loaded = LoadedMemory(embedded, MemoryLocator(embedded, self.embedder), evidence)
-            self._memories[key] = loaded
-        return loaded
+        with self._loaded.lock:
+            loaded = self._loaded.memories.get(key)
+            if loaded is None:
+                raw = (
+                    memory
+                    if isinstance(memory, VideoMemory)
+                    else open_memory(memory, expected_fingerprint=video_fingerprint)
+                )
+                embedded = ensure_embeddings(raw, self.embedder)
+                evidence = pack_memory_evidence(embedded, self.config.pace_mem)
+                loaded = LoadedMemory(embedded, MemoryLocator(embedded, self.embedder), evidence)
+                self._loaded.memories[key] = loaded
+            return loaded
+
+    def release_memory(self, memory: str | Path) -> None:
+        """Forget a loaded memory (under every video fingerprint), so a run over hundreds of
+        videos keeps only the memories of the questions in flight."""
+        path = str(Path(memory).resolve())
+        with self._loaded.lock:
+            for key in [key for key in self._loaded.memories if key[0] == path]:
+                del self._loaded.memories[key]
 
     def build_graph(self, *, checkpointer: Any = None, **compile_options: Any) -> Any:
         """The compiled LangGraph graph for this config's variant (stream, draw, checkpoint)."""
@@ -192,7 +225,11 @@ class VideoTapestry:
             subtitle_path=str(subtitle_path) if subtitle_path else None,
             subtitle_offset_s=subtitle_offset_s,
         )
-        ctx = self._context(video, memory, item, no_video=no_video, progress=progress)
+        # Opening the video (probe, decoders) and loading the memory are CPU and file work:
+        # off the event loop, so concurrent questions keep their model calls going.
+        ctx = await asyncio.to_thread(
+            self._context, video, memory, item, no_video=no_video, progress=progress
+        )
         try:
             graph = self.build_graph(checkpointer=checkpointer)
             run_config = {"configurable": {"thread_id": thread_id or qid}}
@@ -508,9 +545,10 @@ class VideoTapestry:
             return source, None
         if not reader.info.has_audio:
             return None, None
-        if self._whisper is None:
-            self._whisper = make_transcript_source(self.config.asr)
-        return self._whisper, None
+        with self._loaded.lock:
+            if self._loaded.whisper is None:
+                self._loaded.whisper = make_transcript_source(self.config.asr)
+            return self._loaded.whisper, None
 
     def _result(
         self,
