@@ -13,6 +13,7 @@ each unit runs; what a unit does, and how a killed unit resumes, stays with the 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -21,6 +22,8 @@ from videotapestry.config import Config
 
 if TYPE_CHECKING:
     from memory_builders.report import BuildReport
+    from videotapestry.api import VideoTapestry
+    from videotapestry.eval.answering import Answerer
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,14 @@ class Executor(Protocol):
         ``BuildStoppedError`` stops them all and is raised. ``restart`` discards each job's
         checkpoints first.
         """
+        ...
+
+    def answerer(
+        self, vt: VideoTapestry, variants: Sequence[str], *, concurrency: int
+    ) -> AbstractContextManager[Answerer]:
+        """Where an eval's question groups run, for one run of ``EvalRunner``; ``vt`` is the
+        driver's instance (its config is the workers' config). ``concurrency`` is questions
+        in flight per worker."""
         ...
 
 

@@ -7,14 +7,17 @@ flight per video); one builder, and so one embedding model, serves every video.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from videotapestry.config import Config
 from videotapestry.executors.base import BuildJob, BuildOutcome, OnJob, OnOutcome
 
 if TYPE_CHECKING:
+    from videotapestry.api import VideoTapestry
     from videotapestry.embeddings import Embedder
+    from videotapestry.eval.answering import LocalAnswerer
 
 
 class LocalExecutor:
@@ -44,6 +47,15 @@ class LocalExecutor:
                 on_outcome=on_outcome,
             )
         )
+
+    @contextlib.contextmanager
+    def answerer(
+        self, vt: VideoTapestry, variants: Sequence[str], *, concurrency: int
+    ) -> Iterator[LocalAnswerer]:
+        """Eval questions in this process (what ``EvalRunner`` uses when given none)."""
+        from videotapestry.eval.answering import LocalAnswerer
+
+        yield LocalAnswerer(vt, variants, concurrency=concurrency)
 
     async def abuild_memories(
         self,

@@ -11,17 +11,29 @@ Resources per task come from ``executor.ray.build`` (CPUs, GPUs, memory); the dr
 at most ``parallel`` videos in flight, else as many as the cluster fits, and shows one bar
 over the videos (the workers print no per-stage bars).
 
+Eval: ``workers`` Ray actors (``executor.ray.eval``: CPUs, GPUs, memory each; default as
+many as the cluster's CPUs allow), each holding one ``VideoTapestry`` and so one embedder
+and one Whisper, answering up to ``--concurrency`` questions at once. The driver keeps the
+runner: it plans, resumes, stops early and alone appends to results.jsonl; it sends the
+questions grouped by video, each video to one worker (which loads that memory once and
+forgets it after the video's last question), and records each outcome as it comes back.
+A worker that dies is restarted (``max_restarts``) and its unfinished questions are asked
+again; the videos and memories must be on storage every worker sees, like builds' output.
+
 This module is imported only when the Ray executor is chosen; it needs the ``[ray]`` extra.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from videotapestry.config import Config, RayConfig, RayResources
+from videotapestry.config import Config, RayConfig, RayEvalSettings, RayResources
 from videotapestry.errors import OptionalDependencyError, VideoTapestryError
 from videotapestry.executors.base import (
     BuildJob,
@@ -31,8 +43,16 @@ from videotapestry.executors.base import (
     discard_checkpoints,
 )
 
+if TYPE_CHECKING:
+    from videotapestry.api import VideoTapestry
+    from videotapestry.eval.answering import Emit, Prepared
+    from videotapestry.eval.questions import EvalQuestion
+    from videotapestry.result import Exploration
+
 #: Ray's process title for a build task is ``ray::<this><video file name>``.
 BUILD_TASK_PREFIX = "videotapestry-build:"
+#: How long the driver waits for new eval workers to start (model loads come later).
+WORKER_START_S = 300.0
 #: How often the driver looks up from waiting (keeps Ctrl-C and progress responsive).
 POLL_S = 0.5
 
@@ -163,6 +183,20 @@ class RayExecutor:
                     ray.cancel(ref, force=True)
         return [outcomes[job] for job in jobs if job in outcomes]
 
+    @contextlib.contextmanager
+    def answerer(
+        self, vt: VideoTapestry, variants: Sequence[str], *, concurrency: int
+    ) -> Iterator[RayAnswerer]:
+        """Eval workers on the cluster for one run (``EvalRunner(answerer=...)``)."""
+        with ray_session(self.settings) as ray:
+            answerer = RayAnswerer(
+                ray, vt.config, tuple(variants), concurrency=concurrency, settings=self.settings
+            )
+            try:
+                yield answerer
+            finally:
+                answerer.shutdown()
+
     @staticmethod
     def _collect(ray: Any, ref: Any, job: BuildJob, retries: int) -> BuildOutcome:
         try:
@@ -175,6 +209,163 @@ class RayExecutor:
                     f"(executor.ray.build.max_retries={retries}): {message}"
                 )
             return BuildOutcome(job, error=message, error_type=error_type)
+
+
+class RayAnswerer:
+    """The runner's answerer on Ray: question groups to eval workers, one video per worker."""
+
+    group_by_video = True
+
+    def __init__(
+        self,
+        ray: Any,
+        config: Config,
+        variants: tuple[str, ...],
+        *,
+        concurrency: int,
+        settings: RayConfig,
+    ) -> None:
+        from videotapestry.executors.work import EvalWorker, portable_config
+
+        self.ray = ray
+        self.config = portable_config(config)
+        self.settings = settings
+        eval_settings = settings.eval
+        count = eval_settings.workers or _workers_that_fit(ray, eval_settings)
+        self.slots = count * max(1, concurrency)
+        worker = ray.remote(EvalWorker).options(
+            **task_options(eval_settings),
+            max_restarts=eval_settings.max_restarts,
+            max_task_retries=eval_settings.max_restarts,
+            max_concurrency=max(1, concurrency),
+        )
+        self._workers = [worker.remote(self.config, variants, concurrency) for _ in range(count)]
+        self._home: dict[Path, int] = {}  # video memory -> the worker answering its questions
+        self._busy = [0] * count
+        self._config_ref: Any = None
+        self._releases: list[Any] = []
+
+    @property
+    def workers(self) -> int:
+        return len(self._workers)
+
+    def open(self) -> None:
+        """Wait until every worker has started, so a worker that cannot start is an error
+        now and not one failed record per question."""
+        refs = [w.ready.remote() for w in self._workers]
+        try:
+            self.ray.get(refs, timeout=WORKER_START_S)
+        except self.ray.exceptions.GetTimeoutError:
+            raise RayClusterError(
+                f"the Ray cluster did not start {len(refs)} eval worker(s) within "
+                f"{WORKER_START_S:.0f} s; each asks for executor.ray.eval resources "
+                f"({task_options(self.settings.eval)}) and the cluster may not have them"
+            ) from None
+        except self.ray.exceptions.RayError as exc:
+            raise RayClusterError(
+                f"an eval worker could not start: {describe_ray_error(self.ray, exc)[1]}"
+            ) from None
+
+    def close(self) -> None:
+        """The run is over (the workers stay until ``shutdown``)."""
+
+    def shutdown(self) -> None:
+        if self._releases:  # let the last "forget this memory" calls land before the kill
+            self.ray.wait(self._releases, num_returns=len(self._releases), timeout=5.0)
+        for worker in self._workers:
+            self.ray.kill(worker)
+        self._workers = []
+
+    def _worker_for(self, memory: Path) -> int:
+        index = self._home.get(memory)
+        if index is None:
+            index = min(range(len(self._busy)), key=lambda k: (self._busy[k], k))
+            self._home[memory] = index
+        return index
+
+    async def answer(
+        self,
+        question: EvalQuestion,
+        variants: tuple[str, ...],
+        prepared: Prepared,
+        saved: Path | Exploration | None,
+        emit: Emit,
+    ) -> None:
+        from videotapestry.eval.answering import REASSEMBLED, Failure, VariantOutcome
+        from videotapestry.result import load_exploration
+
+        index = self._worker_for(prepared.memory)
+        self._busy[index] += 1
+        try:
+            if isinstance(saved, Path):  # the run directory is the driver's: send the content
+                saved = await asyncio.to_thread(load_exploration, saved)
+            portable = replace(
+                prepared,
+                video=prepared.video.absolute() if prepared.video else None,
+                memory=prepared.memory.absolute(),
+                subtitles=prepared.subtitles.absolute() if prepared.subtitles else None,
+            )
+            try:
+                outcomes = await self._workers[index].answer.remote(
+                    question, variants, portable, saved
+                )
+            except self.ray.exceptions.RayError as exc:
+                error_type, message = describe_ray_error(self.ray, exc)
+                failure = Failure(
+                    error_type=error_type,
+                    message=f"the Ray worker answering this question was lost: {message}",
+                    ours=True,
+                )
+                outcomes = [
+                    VariantOutcome(
+                        v, failure=failure, reassembled_from="full" if v in REASSEMBLED else None
+                    )
+                    for v in variants
+                ]
+        finally:
+            self._busy[index] -= 1
+        for outcome in outcomes:
+            await emit(outcome)
+
+    async def build_memory(self, video: Path, memory: Path, subtitles: Path | None) -> None:
+        """``--build-missing``: the video's build as a Ray task, like ``build-memory``."""
+        from memory_builders.report import BuildError, BuildStoppedError
+        from videotapestry.executors.work import build_in_worker
+
+        settings = self.settings.build
+        job = BuildJob(video, memory, subtitles).absolute()
+        if self._config_ref is None:
+            self._config_ref = self.ray.put(self.config)
+        ref = (
+            self.ray.remote(build_in_worker)
+            .options(
+                **task_options(settings),
+                max_retries=settings.max_retries,
+                retry_exceptions=False,
+                name=BUILD_TASK_PREFIX + video.name,
+            )
+            .remote(self._config_ref, job)
+        )
+        try:
+            outcome: BuildOutcome = await ref
+        except self.ray.exceptions.RayError as exc:
+            raise BuildError(describe_ray_error(self.ray, exc)[1]) from None
+        if outcome.stopped:
+            raise BuildStoppedError(outcome.error or "the build stopped")
+        if outcome.error is not None:
+            raise BuildError(outcome.error)
+
+    def release(self, memory: Path) -> None:
+        index = self._home.pop(memory, None)
+        if index is not None and self._workers:
+            self._releases.append(self._workers[index].release.remote(memory.absolute()))
+
+
+def _workers_that_fit(ray: Any, settings: RayEvalSettings) -> int:
+    cpus = float(ray.cluster_resources().get("CPU", 1.0))
+    if settings.num_cpus <= 0:
+        return max(1, int(cpus))
+    return max(1, int(cpus // settings.num_cpus))
 
 
 class _VideoBar:

@@ -16,6 +16,9 @@ from videotapestry.executors.base import BuildJob, BuildOutcome
 
 if TYPE_CHECKING:
     from memory_builders.builder import MemoryBuilder
+    from videotapestry.eval.answering import Prepared, VariantOutcome
+    from videotapestry.eval.questions import EvalQuestion
+    from videotapestry.result import Exploration
 
 
 async def build_job(
@@ -89,3 +92,41 @@ def portable_config(config: Config) -> Config:
     data["asr"]["whisper_model"] = absolute(config.asr.whisper_model, must_exist=True)
     data["embedding"]["model"] = absolute(config.embedding.model, must_exist=True)
     return Config.model_validate(data)
+
+
+class EvalWorker:
+    """Inside a Ray actor: one ``VideoTapestry`` (so one embedder and one Whisper) answering
+    the question groups the driver sends it, up to the actor's concurrency at once, with the
+    same local answerer the local executor uses. It writes nothing: its outcomes go back to
+    the driver, which alone appends to the run directory."""
+
+    def __init__(self, config: Config, variants: tuple[str, ...], concurrency: int) -> None:
+        from videotapestry.api import VideoTapestry
+        from videotapestry.eval.answering import LocalAnswerer
+
+        self.vt = VideoTapestry(config)
+        self.answerer = LocalAnswerer(self.vt, variants, concurrency=concurrency)
+        self.answerer.open()
+
+    async def ready(self) -> int:
+        import os
+
+        return os.getpid()
+
+    async def answer(
+        self,
+        question: EvalQuestion,
+        variants: tuple[str, ...],
+        prepared: Prepared,
+        saved: Exploration | None,
+    ) -> list[VariantOutcome]:
+        outcomes: list[VariantOutcome] = []
+
+        async def emit(outcome: VariantOutcome) -> None:
+            outcomes.append(outcome)
+
+        await self.answerer.answer(question, variants, prepared, saved, emit)
+        return outcomes
+
+    async def release(self, memory: Path) -> None:
+        self.answerer.release(memory)
