@@ -28,7 +28,7 @@ from videotapestry.testing.scripted_builder import (
     perception_requests,
 )
 
-pytestmark = pytest.mark.usefixtures("ray_deadline")
+pytestmark = [pytest.mark.usefixtures("ray_deadline"), pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -29,7 +29,7 @@ from videotapestry.testing.memories import synthetic_memory
 from videotapestry.testing.scripted import ScriptedModel
 from videotapestry.video import fingerprint
 
-pytestmark = pytest.mark.usefixtures("ray_deadline")
+pytestmark = [pytest.mark.usefixtures("ray_deadline"), pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
 TITLES = ["The lighthouse keeper", "A bakery at dawn", "Harbour of lanterns", "The glass orchard"]
 OPTIONS = [f"{letter}. {title}" for letter, title in zip("ABCD", TITLES, strict=True)]
@@ -213,3 +213,35 @@ def test_a_killed_ray_driver_resumes_without_asking_a_finished_question_again(
     rows = (run / "results.jsonl").read_text().splitlines()
     keys = Counter((json.loads(row)["variant"], json.loads(row)["question_id"]) for row in rows)
     assert set(keys.values()) == {1}  # every question written once per variant
+
+
+def test_a_killed_eval_worker_is_restarted_and_its_questions_are_answered(
+    ray_cluster, data: Path, tmp_path: Path
+) -> None:
+    from videotapestry.testing.ray_cluster import ray_worker_pids
+
+    count = 8
+    questions = annotations(tmp_path / "q.jsonl", count)
+    scripted = ScriptedModel()
+    lock = threading.Lock()
+    state: dict = {"answers": 0, "killed": None}
+
+    def kill_a_worker_at_the_third_answer(request):
+        if request.prompt == "final_answer":
+            with lock:
+                state["answers"] += 1
+                if state["answers"] == 3:
+                    pids = ray_worker_pids("EvalWorker")
+                    assert len(pids) == 2, pids  # the two workers of this run
+                    os.kill(pids[0], signal.SIGKILL)
+                    state["killed"] = pids[0]
+        return scripted(request)
+
+    with FakeOpenAIServer(latency_s=0.05) as server:
+        server.on(None, kill_a_worker_at_the_third_answer)
+        args = eval_args(data, questions, tmp_path / "run", server, "--executor", "ray")
+        assert main([*args, "--concurrency", "2"]) == 0
+    assert state["killed"] is not None
+    final = latest(read_records(tmp_path / "run").records)
+    assert len(final) == 2 * count
+    assert all(r.status == "answered" and r.correct for r in final.values())
