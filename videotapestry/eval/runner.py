@@ -34,6 +34,11 @@ Why it is built this way:
   loader thread, once for every variant and question of its video, in the order questions
   reach it, and forgotten after its video's last question; traces and records are written
   off the loop. With ``Inputs.videos`` None questions are answered from the memories alone.
+- **Where questions run is the answerer's business** (``eval/answering.py``). The runner
+  plans, resumes, stops early and writes every record itself; an answerer answers a slot's
+  variants and hands back outcomes: ``LocalAnswerer`` in this process, or the Ray executor's
+  workers (``executors/ray_executor.py``), which run the same local answerer, so the
+  records are the same.
 
 A failed record carries no usage: the calls a question made before its exception are in
 the model service's run-level ledger, not in the record.
@@ -267,7 +272,8 @@ class EvalRunner:
         self._pending = Counter(self.inputs.memory(q) for q, _ in plan.groups)
         slots = asyncio.Semaphore(max(1, self._answerer.slots))
         self._build_slot = asyncio.Semaphore(1)
-        self._answerer.open()
+        if plan.units:
+            self._answerer.open()
         try:
             await asyncio.gather(*(self._group(q, group, slots) for q, group in plan.groups))
         finally:

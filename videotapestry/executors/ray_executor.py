@@ -225,7 +225,7 @@ class RayAnswerer:
         concurrency: int,
         settings: RayConfig,
     ) -> None:
-        from videotapestry.executors.work import EvalWorker, portable_config
+        from videotapestry.executors.work import portable_config
 
         self.ray = ray
         self.config = portable_config(config)
@@ -233,13 +233,10 @@ class RayAnswerer:
         eval_settings = settings.eval
         count = eval_settings.workers or _workers_that_fit(ray, eval_settings)
         self.slots = count * max(1, concurrency)
-        worker = ray.remote(EvalWorker).options(
-            **task_options(eval_settings),
-            max_restarts=eval_settings.max_restarts,
-            max_task_retries=eval_settings.max_restarts,
-            max_concurrency=max(1, concurrency),
-        )
-        self._workers = [worker.remote(self.config, variants, concurrency) for _ in range(count)]
+        self._count = count
+        self._variants = variants
+        self._concurrency = max(1, concurrency)
+        self._workers: list[Any] = []
         self._home: dict[Path, int] = {}  # video memory -> the worker answering its questions
         self._busy = [0] * count
         self._config_ref: Any = None
@@ -247,11 +244,24 @@ class RayAnswerer:
 
     @property
     def workers(self) -> int:
-        return len(self._workers)
+        return self._count
 
     def open(self) -> None:
-        """Wait until every worker has started, so a worker that cannot start is an error
-        now and not one failed record per question."""
+        """Start the workers and wait until each is up, so a worker that cannot start is an
+        error now and not one failed record per question."""
+        from videotapestry.executors.work import EvalWorker
+
+        settings = self.settings.eval
+        worker = self.ray.remote(EvalWorker).options(
+            **task_options(settings),
+            max_restarts=settings.max_restarts,
+            max_task_retries=settings.max_restarts,
+            max_concurrency=self._concurrency,
+        )
+        self._workers = [
+            worker.remote(self.config, self._variants, self._concurrency)
+            for _ in range(self._count)
+        ]
         refs = [w.ready.remote() for w in self._workers]
         try:
             self.ray.get(refs, timeout=WORKER_START_S)
