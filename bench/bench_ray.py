@@ -81,19 +81,52 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
-class PeakMemory:
-    """Peak of the summed resident set of this process and every process below it."""
+def _title(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().split(b"\0", 1)[0].decode("utf-8", "replace")
+    except OSError:
+        return ""
 
-    def __init__(self, interval_s: float = 0.2) -> None:
+
+class PeakMemory:
+    """Peak of the summed resident set of a driver process and, with ``ray_root``, of every
+    Ray process below that one (the eval workers, and apart Ray's own: raylet, GCS, idle
+    workers), sampled every ``interval_s``."""
+
+    def __init__(
+        self,
+        driver: int,
+        *,
+        ray_root: int | None = None,
+        exclude: tuple[int, ...] = (),
+        interval_s: float = 0.2,
+    ) -> None:
+        self.driver = driver
+        self.ray_root = ray_root
+        self.exclude = {*exclude, driver}
         self.interval_s = interval_s
         self.peak_mb = 0.0
+        self.at_peak: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
         while not self._stop.is_set():
-            total = sum(_rss_mb(pid) for pid in _tree(os.getpid()))
-            self.peak_mb = max(self.peak_mb, total)
+            parts = {
+                "driver": _rss_mb(self.driver),
+                "eval workers": 0.0,
+                "Ray's own processes": 0.0,
+            }
+            if self.ray_root is not None:
+                for pid in _tree(self.ray_root)[1:]:
+                    if pid in self.exclude:
+                        continue
+                    kind = "eval workers" if "EvalWorker" in _title(pid) else "Ray's own processes"
+                    parts[kind] += _rss_mb(pid)
+            total = sum(parts.values())
+            if total > self.peak_mb:
+                self.peak_mb, self.at_peak = total, parts
             self._stop.wait(self.interval_s)
 
     def __enter__(self) -> PeakMemory:
@@ -131,9 +164,11 @@ class ServerProcess:
         )
         self.base_url = ""
         self.requests = 0
+        self.pid = 0
 
     def __enter__(self) -> ServerProcess:
         self._process.start()
+        self.pid = self._process.pid or 0
         self.base_url = self._pipe.recv()
         return self
 
@@ -243,6 +278,120 @@ def _duration_min(path: Path) -> float:
     return probe(path).duration_s / 60
 
 
+# --------------------------------------------------------------------------- 2. eval
+
+
+def scripted_model() -> Any:
+    from videotapestry.testing.scripted import ScriptedModel
+
+    return ScriptedModel()
+
+
+def eval_once(
+    base_url: str, data: tuple, ray_address: str | None, concurrency: int, results: Any
+) -> None:
+    """In a fresh process (the driver): one run into a fresh run directory, on Ray when
+    ``ray_address`` is given; puts its figures into ``results``."""
+    import asyncio
+
+    os.environ["OPENAI_API_KEY"] = KEY
+    ray_workers = 2 if ray_address else None
+    if ray_address:
+        import ray
+
+        ray.init(address=ray_address, log_to_driver=False)
+
+    from videotapestry.api import VideoTapestry
+    from videotapestry.eval.datasets import load_benchmark
+    from videotapestry.eval.run_dir import RunDirectory, new_run_info
+    from videotapestry.eval.runner import EvalRunner, Inputs, RunnerOptions
+
+    annotations, videos, memories, subtitles, work = data
+    vt = VideoTapestry(
+        overrides=[
+            f"models.default.base_url={base_url}",
+            "models.default.timeout_s=60",
+            "models.max_concurrency_per_endpoint=64",
+            "cache.enabled=false",
+            "asr.source=subtitles",
+            "embedding.model=packaged:all-MiniLM-L6-v2",
+            "embedding.query_prompt_name=null",
+            f"executor.ray.eval.workers={ray_workers or 1}",
+        ]
+    )
+    questions = load_benchmark("jsonl", annotations)
+    run = work / ("ray" if ray_workers else "local")
+    info = new_run_info(
+        benchmark="jsonl", annotations=annotations, variants=["full"], config=vt.config,
+        prompts=vt.prompts,
+    )  # fmt: skip
+    run_dir = RunDirectory.open(run, info)
+    inputs = Inputs(videos=videos, memories=memories, subtitles=subtitles)
+    options = RunnerOptions(concurrency=concurrency)
+
+    async def go(answerer: Any) -> Any:
+        runner = EvalRunner(vt, run_dir, inputs, options, answerer=answerer)
+        try:
+            return await runner.run(questions)
+        finally:
+            await vt.aclose()
+
+    started = time.perf_counter()
+    if ray_workers:
+        executor = RayExecutor(vt.config.executor.ray)
+        with executor.answerer(vt, ["full"], concurrency=concurrency) as answerer:
+            outcome = asyncio.run(go(answerer))
+    else:
+        outcome = asyncio.run(go(None))
+    wall = time.perf_counter() - started
+    run_dir.close()
+    answered = [r for r in outcome.records.values() if r.status == "answered"]
+    results.put(
+        {"wall": wall, "answered": len(answered), "right": sum(bool(r.correct) for r in answered)}
+    )
+
+
+def eval_in_a_process(
+    base_url: str, data: tuple, ray_address: str | None, concurrency: int, server_pid: int
+) -> dict:
+    """``eval_once`` in a fresh driver process, its peak memory sampled from here."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    child = context.Process(
+        target=eval_once, args=(base_url, data, ray_address, concurrency, results)
+    )
+    child.start()
+    ray_root = os.getpid() if ray_address else None
+    with PeakMemory(child.pid or 0, ray_root=ray_root, exclude=(server_pid,)) as memory:
+        figures = results.get(timeout=3000)
+        child.join(timeout=60)
+    return {**figures, "peak_mb": memory.peak_mb, "at_peak": memory.at_peak}
+
+
+def bench_eval(questions: int, videos: int, work: Path, ray_address: str) -> None:
+    from bench_eval import inputs
+
+    annotations, video_dir, memory_dir, subtitle_dir = inputs(videos, questions, "light", 100)
+    data = (annotations, video_dir, memory_dir, subtitle_dir, work)
+    in_flight = 8
+    with ServerProcess(scripted_model, latency_s=LATENCY_S) as server:
+        local = eval_in_a_process(server.base_url, data, None, in_flight, server.pid)
+        ray = eval_in_a_process(server.base_url, data, ray_address, in_flight // 2, server.pid)
+    print(
+        f"\n2. eval: {questions} questions over {videos} synthetic 60-minute memories (light "
+        f"video, subtitles), {LATENCY_S} s latency per call, {in_flight} questions in flight; "
+        "each run in a fresh driver process"
+    )
+    for name, figures in (("local executor", local), ("Ray, 2 workers x 4", ray)):
+        parts = ", ".join(f"{k} {v:.0f}" for k, v in figures["at_peak"].items() if v)
+        print(
+            f"  {name:<20} wall {figures['wall']:6.1f} s, answered {figures['answered']} "
+            f"(right {figures['right']}), peak memory {figures['peak_mb']:.0f} MB ({parts})"
+        )
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -258,10 +407,16 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-ray-"))
     try:
         videos = bench_videos(args.videos, args.minutes) if args.part != "eval" else []
-        with local_ray_cluster(2, env={"OPENAI_API_KEY": KEY}):
-            print(f"Ray instance: 2 CPUs on 127.0.0.1; machine: {os.cpu_count()} CPUs")
+        with local_ray_cluster(2, env={"OPENAI_API_KEY": KEY}) as cluster:
+            load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+            print(
+                f"Ray instance: 2 CPUs on 127.0.0.1; machine: {os.cpu_count()} CPUs, load "
+                f"average {load} before the runs"
+            )
             if args.part in ("build", "both"):
                 bench_builds(videos, work)
+            if args.part in ("eval", "both"):
+                bench_eval(args.questions, 10, work, cluster.address)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
