@@ -1,5 +1,9 @@
 """``videotapestry build-memory``: one video into ``OUT``, or many into ``ROOT/<video stem>/``.
 
+``--executor ray`` builds each video in its own Ray task (``videotapestry.executors``); the
+output root must then be on storage every Ray worker sees, since the checkpoints a retried
+task resumes from live there.
+
 Exit status: 0 when every memory is complete, 3 when a memory is partial (some clips failed;
 ``--allow-partial`` makes that 0), 2 when a build stopped (its checkpoints are kept: run the
 same command again to resume).
@@ -8,13 +12,13 @@ same command again to resume).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from videotapestry.errors import VideoTapestryError
+from videotapestry.executors.base import BuildJob, BuildOutcome
 
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".avi", ".mov", ".webm", ".m4v", ".mpg", ".mpeg", ".ts")
 EXIT_PARTIAL = 3
@@ -53,6 +57,18 @@ def add_parser(commands: argparse._SubParsersAction, add_config: Callable) -> No
         metavar="DIR",
         help="also write MemDreamer's released layout (with --videos: DIR/<video stem>/)",
     )
+    parser.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        help="where the builds run: local (this process, default) or ray (one task per video; "
+        "needs the [ray] extra and output on storage every worker sees)",
+    )
+    parser.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="with --executor ray: the cluster (auto, HOST:PORT, ray://HOST:10001); default "
+        "RAY_ADDRESS or a new Ray instance on this machine",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--json", action="store_true", help="print the build reports as JSON")
     parser.add_argument(
@@ -68,11 +84,15 @@ def run(args: argparse.Namespace) -> int:
         overrides.append(f"prompts.override_dir={args.prompts_dir}")
     if args.concurrency is not None:
         overrides.append(f"builder.concurrency={args.concurrency}")
-    return asyncio.run(_build_all(args, jobs, overrides))
+    if args.executor:
+        overrides.append(f"executor.kind={args.executor}")
+    if args.ray_address:
+        overrides.append(f"executor.ray.address={args.ray_address}")
+    return _build_all(args, jobs, overrides)
 
 
-def _jobs(args: argparse.Namespace) -> list[tuple[Path, Path, Path | None, Path | None]]:
-    """(video, out, subtitles, export dir) per memory to build."""
+def _jobs(args: argparse.Namespace) -> list[BuildJob]:
+    """One job per memory to build."""
     if args.videos:
         if args.video or args.out:
             raise VideoTapestryError("give either VIDEO OUT or --videos ... --out ROOT, not both")
@@ -95,7 +115,7 @@ def _jobs(args: argparse.Namespace) -> list[tuple[Path, Path, Path | None, Path 
                     None,
                 )
             export = Path(args.export_memdreamer) / video.stem if args.export_memdreamer else None
-            jobs.append((video, root / video.stem, subtitles, export))
+            jobs.append(BuildJob(video, root / video.stem, subtitles, export))
         return jobs
     if not args.video or not (args.out or args.out_root):
         raise VideoTapestryError(
@@ -104,7 +124,7 @@ def _jobs(args: argparse.Namespace) -> list[tuple[Path, Path, Path | None, Path 
     out = Path(args.out or args.out_root)
     export = Path(args.export_memdreamer) if args.export_memdreamer else None
     subtitles = Path(args.subtitles) if args.subtitles else None
-    return [(Path(args.video), out, subtitles, export)]
+    return [BuildJob(Path(args.video), out, subtitles, export)]
 
 
 def _list_videos(source: Path) -> list[Path]:
@@ -132,41 +152,46 @@ def _list_videos(source: Path) -> list[Path]:
     return videos
 
 
-async def _build_all(args: argparse.Namespace, jobs: list, overrides: list[str]) -> int:
-    from memory_builders.builder import MemoryBuilder
-    from memory_builders.progress import BuildProgress
-    from memory_builders.report import BuildError, BuildStoppedError, summary_text
+def _build_all(args: argparse.Namespace, jobs: list[BuildJob], overrides: list[str]) -> int:
+    from memory_builders.report import summary_text
     from videotapestry.config import load_config
+    from videotapestry.executors import make_executor
 
     config = load_config(args.config, profile=args.profile, overrides=overrides)
-    progress = BuildProgress(enabled=not args.quiet)
-    builder = MemoryBuilder(config, progress=progress)
-    status = 0
+    executor = make_executor(config)
     reports = []
-    try:
-        for video, out, subtitles, export in jobs:
-            if len(jobs) > 1 and not args.quiet:
-                print(f"== {video} -> {out}", file=sys.stderr, flush=True)
-            try:
-                result = await builder.abuild(
-                    video, out, subtitles=subtitles, restart=args.restart, export_memdreamer=export
-                )
-            except BuildStoppedError:
-                raise  # every further build would stop the same way
-            except (BuildError, VideoTapestryError) as exc:
-                if len(jobs) == 1:
-                    raise
-                print(f"videotapestry: error: {video}: {exc}", file=sys.stderr)
-                status = 2
-                continue
-            reports.append(result.report.to_json())
-            if not args.json:
-                print(summary_text(result.report))
-            if result.partial and not args.allow_partial and status == 0:
-                status = EXIT_PARTIAL
-    finally:
-        await builder.service.aclose()
-        builder.service.close()
+    failed = partial = False
+
+    def started(job: BuildJob) -> None:
+        if len(jobs) > 1 and not args.quiet and executor.name == "local":
+            print(f"== {job.video} -> {job.out}", file=sys.stderr, flush=True)
+
+    def finished(outcome: BuildOutcome) -> None:
+        nonlocal failed, partial
+        if outcome.error is not None:
+            if len(jobs) == 1:
+                return  # raised below, as the one build's error
+            print(f"videotapestry: error: {outcome.job.video}: {outcome.error}", file=sys.stderr)
+            failed = True
+            return
+        assert outcome.report is not None
+        reports.append(outcome.report.to_json())
+        if not args.json:
+            print(summary_text(outcome.report), flush=True)
+        partial = partial or outcome.report.partial
+
+    outcomes = executor.build_memories(
+        config,
+        jobs,
+        restart=args.restart,
+        progress=not args.quiet,
+        on_start=started,
+        on_outcome=finished,
+    )
+    if len(jobs) == 1 and outcomes and outcomes[0].error is not None:
+        raise outcomes[0].exception or VideoTapestryError(outcomes[0].error)
     if args.json:
         print(json.dumps(reports if len(jobs) > 1 else reports[0], ensure_ascii=False))
-    return status
+    if failed:
+        return 2
+    return EXIT_PARTIAL if partial and not args.allow_partial else 0

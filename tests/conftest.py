@@ -75,3 +75,37 @@ def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(api_key: str) -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as server:
         yield server
+
+
+# --------------------------------------------------------------------------- Ray executor
+
+#: The key every Ray worker of the test cluster sees (set while the cluster starts).
+RAY_TEST_KEY = "sk-test-ray-0123456789abcdef"
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[object]:
+    """One local Ray instance on 127.0.0.1 with 2 CPUs for every Ray test, stopped after."""
+    pytest.importorskip("ray")
+    from videotapestry.testing.ray_cluster import local_ray_cluster
+
+    with local_ray_cluster(2, env={"OPENAI_API_KEY": RAY_TEST_KEY}) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def ray_deadline() -> Iterator[None]:
+    """Fails a Ray test that runs past 240 s instead of letting it hang (the executor's driver
+    loop wakes every half second, so the alarm is seen)."""
+    import signal
+
+    def expired(signum: int, frame: object) -> None:
+        raise TimeoutError("the Ray test ran past its 240 s deadline")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(240)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -458,6 +458,70 @@ class BuilderConfig(_Strict):
     super_events: BuilderSuperSettings = BuilderSuperSettings()
 
 
+class RayResources(_Strict):
+    """What Ray reserves on a node for one task or worker (it places each where these fit)."""
+
+    num_cpus: float = Field(1.0, ge=0)
+    num_gpus: float = Field(
+        0.0, ge=0, description="set > 0 when Whisper or the embedding model run on a GPU"
+    )
+    memory_gb: float | None = Field(None, gt=0, description="memory to reserve; null: none")
+
+
+class RayBuildSettings(RayResources):
+    """``build-memory --executor ray``: one task per video."""
+
+    max_retries: int = Field(
+        3,
+        ge=0,
+        description="reruns of a video's task after its worker process died; a rerun resumes "
+        "from the checkpoints in the output directory",
+    )
+    parallel: int | None = Field(
+        None, ge=1, description="videos building at once; null: as many as the cluster fits"
+    )
+
+
+class RayEvalSettings(RayResources):
+    """``eval --executor ray``: workers (actors) that each answer whole videos' questions."""
+
+    workers: int | None = Field(
+        None,
+        ge=1,
+        description="workers, each holding one embedder and one Whisper; null: the cluster's "
+        "CPUs divided by num_cpus",
+    )
+    max_restarts: int = Field(
+        3,
+        ge=0,
+        description="restarts of a worker whose process died; its unfinished questions are "
+        "asked again",
+    )
+
+
+class RayConfig(_Strict):
+    address: str | None = Field(
+        None,
+        description="cluster to join: 'auto', 'HOST:PORT' or 'ray://HOST:10001' (needs "
+        "ray[client]); null joins RAY_ADDRESS or starts a Ray instance on this machine",
+    )
+    runtime_env: dict[str, Any] | None = Field(
+        None, description="Ray runtime_env for the job (env_vars, working_dir, pip, ...)"
+    )
+    log_to_driver: bool = Field(True, description="show the workers' log lines on the driver")
+    build: RayBuildSettings = RayBuildSettings()
+    eval: RayEvalSettings = RayEvalSettings()
+
+
+class ExecutorConfig(_Strict):
+    """Where builds and evaluation questions run (SPEC §11); the results are the same."""
+
+    kind: Literal["local", "ray"] = Field(
+        "local", description="local: this process's event loop; ray: tasks on a Ray cluster"
+    )
+    ray: RayConfig = RayConfig()
+
+
 #: The method and its ablations (paper Table 3, SPEC §5); PACE-Mem switches are in ``pace_mem``.
 Variant = Literal[
     "full",  # VideoTapestry
@@ -488,6 +552,7 @@ class Config(_Strict):
     pace_mem: PaceMemConfig = PaceMemConfig()
     prompts: PromptsConfig = PromptsConfig()
     builder: BuilderConfig = BuilderConfig()
+    executor: ExecutorConfig = ExecutorConfig()
 
     def to_yaml(self) -> str:
         data = self.model_dump(mode="json")

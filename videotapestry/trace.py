@@ -67,6 +67,20 @@ class Trace:
         with self._lock:
             self._events.append(event)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A pickled trace (a Ray worker's result on its way to the driver) carries its
+        events with the secrets already redacted out, and never the secrets themselves."""
+        events = [
+            TraceEvent.model_validate_json(redact(event.model_dump_json(), self._secrets))
+            for event in self.events
+        ]
+        return {"events": events}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._events = list(state["events"])
+        self._lock = threading.Lock()
+        self._secrets = []
+
     def note(self, name: str, **data: Any) -> None:
         self.add(TraceEvent(kind="note", name=name, output=data))
 

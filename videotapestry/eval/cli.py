@@ -97,7 +97,24 @@ def add_parser(commands: argparse._SubParsersAction, add_config: Callable) -> No
         "--variant", action="append", default=[], metavar="V,...", help=VARIANT_HELP
     )
     parser.add_argument(
-        "--concurrency", type=int, default=4, metavar="N", help="questions in flight (default 4)"
+        "--concurrency",
+        type=int,
+        default=4,
+        metavar="N",
+        help="questions in flight (default 4; with --executor ray, per worker)",
+    )
+    parser.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        help="where questions are answered: local (this process, default) or ray (workers "
+        "on a Ray cluster, each answering whole videos; needs the [ray] extra, and videos "
+        "and memories on storage every worker sees). Results are written here either way",
+    )
+    parser.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="with --executor ray: the cluster (auto, HOST:PORT, ray://HOST:10001); default "
+        "RAY_ADDRESS or a new Ray instance on this machine",
     )
     parser.add_argument(
         "--build-missing",
@@ -203,12 +220,17 @@ async def _evaluate(args: argparse.Namespace, questions: list[EvalQuestion]) -> 
     from videotapestry.api import VideoTapestry
     from videotapestry.eval.run_dir import RunDirectory, new_run_info
     from videotapestry.eval.runner import EvalRunner, Inputs, RunnerOptions, check_variants
+    from videotapestry.executors import make_executor
 
     overrides = list(args.override)
     if args.prompts_dir:
         overrides.append(f"prompts.override_dir={args.prompts_dir}")
     if args.subtitles:
         overrides.append("asr.source=subtitles")
+    if args.executor:
+        overrides.append(f"executor.kind={args.executor}")
+    if args.ray_address:
+        overrides.append(f"executor.ray.address={args.ray_address}")
     vt = VideoTapestry(args.config, profile=args.profile, overrides=overrides)
     variants = check_variants(
         [v for value in args.variant for v in value.split(",")] or [vt.config.variant]
@@ -247,9 +269,19 @@ async def _evaluate(args: argparse.Namespace, questions: list[EvalQuestion]) -> 
             file=sys.stderr,
         )
     bar = _Progress(enabled=not args.quiet)
-    runner = EvalRunner(vt, run_dir, inputs, options, on_record=bar.update, on_plan=bar.start)
+    executor = make_executor(vt.config)
     try:
-        outcome = await runner.run(questions)
+        with executor.answerer(vt, variants, concurrency=args.concurrency) as answerer:
+            runner = EvalRunner(
+                vt,
+                run_dir,
+                inputs,
+                options,
+                on_record=bar.update,
+                on_plan=bar.start,
+                answerer=answerer,
+            )
+            outcome = await runner.run(questions)
     finally:
         bar.close()
         await vt.aclose()

@@ -59,6 +59,7 @@ OPERATIONAL_KEYS = (
     "video.parallel_decoders",
     "asr.cache_dir",
     "asr.cpu_threads",
+    "executor.*",  # where questions run (this process or Ray workers), not what they answer
 )
 
 

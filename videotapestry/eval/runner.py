@@ -34,6 +34,11 @@ Why it is built this way:
   loader thread, once for every variant and question of its video, in the order questions
   reach it, and forgotten after its video's last question; traces and records are written
   off the loop. With ``Inputs.videos`` None questions are answered from the memories alone.
+- **Where questions run is the answerer's business** (``eval/answering.py``). The runner
+  plans, resumes, stops early and writes every record itself; an answerer answers a slot's
+  variants and hands back outcomes: ``LocalAnswerer`` in this process, or the Ray executor's
+  workers (``executors/ray_executor.py``), which run the same local answerer, so the
+  records are the same.
 
 A failed record carries no usage: the calls a question made before its exception are in
 the model service's run-level ledger, not in the record.
@@ -44,27 +49,32 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from videotapestry.errors import ConfigError, ModelCallError, VideoTapestryError
+from videotapestry.errors import ConfigError, VideoTapestryError
+from videotapestry.eval.answering import (
+    REASSEMBLED,
+    Answerer,
+    Failure,
+    LocalAnswerer,
+    Prepared,
+    RunStoppedError,
+    VariantOutcome,
+)
 from videotapestry.eval.questions import EvalQuestion
 from videotapestry.eval.records import RecordUsage, ResultRecord
 from videotapestry.eval.results import Key, latest, read_records
 from videotapestry.eval.run_dir import RunDirectory
 from videotapestry.memory import is_memdreamer_memory, is_native_memory
-from videotapestry.result import Result, load_exploration
+from videotapestry.result import Result
 
 if TYPE_CHECKING:
     from videotapestry.api import VideoTapestry
 
-#: Variants built from the full variant's exploration (one Answer call each).
-REASSEMBLED = ("refined_super_only", "refined_paths_only")
 BUILDER_ROLES = ("builder_clip", "builder_event", "builder_summary")
 ERRORS_LOG = "errors.log"
 
@@ -79,10 +89,6 @@ class MissingMemoryError(VideoTapestryError):
 
 class MemoryBuildError(VideoTapestryError):
     """Building a missing memory failed; every question of that video records it."""
-
-
-class RunStoppedError(VideoTapestryError):
-    """The error type of skipped records: the run stopped before they started."""
 
 
 @dataclass(frozen=True)
@@ -168,13 +174,6 @@ class _Plan:
         return sum(len(variants) for _, variants in self.groups)
 
 
-@dataclass
-class _Prepared:
-    video: Path | None
-    memory: Path
-    subtitles: Path | None
-
-
 def check_variants(variants: Sequence[str]) -> tuple[str, ...]:
     """The variants in order, once each; reassembly variants need ``full`` in the same run."""
     from videotapestry.config import Variant
@@ -208,6 +207,7 @@ class EvalRunner:
         *,
         on_record: Callable[[ResultRecord], None] | None = None,
         on_plan: Callable[[int, int], None] | None = None,
+        answerer: Answerer | None = None,
     ) -> None:
         self.base = vt
         self.run_dir = run
@@ -217,18 +217,15 @@ class EvalRunner:
         #: Called with each record written, and once with (records to write, kept).
         self.on_record = on_record
         self.on_plan = on_plan
-        self._vts = {
-            v: vt if v == vt.config.variant else vt.for_variant(v)
-            for v in self.variants
-            if v not in REASSEMBLED
-        }
+        #: Where question groups are answered (``executors``: this process, or Ray workers).
+        self._answerer = answerer or LocalAnswerer(
+            vt, self.variants, concurrency=options.concurrency
+        )
         self._latest: dict[Key, ResultRecord] = {}
         self._stop: str | None = None
         self._first: dict[str, list[tuple[str, str] | None]] = {}
         self._builds: dict[Path, asyncio.Task] = {}
         self._build_slot: asyncio.Semaphore | None = None
-        self._loads: dict[Path, asyncio.Future] = {}
-        self._loader: ThreadPoolExecutor | None = None
         self._pending: Counter[Path] = Counter()
         self._written = 0
 
@@ -248,6 +245,11 @@ class EvalRunner:
             plan.reused += len(self.variants) - len(todo)
             for group in self._groups(todo):
                 plan.groups.append((question, group))
+        if self._answerer.group_by_video:  # stable: videos in order of their first question
+            first = {}
+            for question, _ in plan.groups:
+                first.setdefault(self.inputs.memory(question), len(first))
+            plan.groups.sort(key=lambda item: first[self.inputs.memory(item[0])])
         return plan
 
     def _needs_run(self, variant: str, question_id: str) -> bool:
@@ -278,13 +280,14 @@ class EvalRunner:
             if self.options.freeze_loaded_objects:
                 gc.freeze()
         self._pending = Counter(self.inputs.memory(q) for q, _ in plan.groups)
-        slots = asyncio.Semaphore(max(1, self.options.concurrency))
+        slots = asyncio.Semaphore(max(1, self._answerer.slots))
         self._build_slot = asyncio.Semaphore(1)
-        self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-load")
+        if plan.units:
+            self._answerer.open()
         try:
             await asyncio.gather(*(self._group(q, group, slots) for q, group in plan.groups))
         finally:
-            self._loader.shutdown(wait=False, cancel_futures=True)
+            self._answerer.close()
         keys = [(v, q.id) for q in questions for v in self.variants]
         return RunOutcome(
             records={key: self._latest[key] for key in keys if key in self._latest},
@@ -328,103 +331,62 @@ class EvalRunner:
                 return
             except Exception as exc:
                 for variant in variants:
-                    await self._fail(question, variant, exc, 0.0)
+                    await self._fail(question, variant, Failure.of(exc), 0.0)
                 return
             async with slots:
                 if self._stop is not None:
                     for variant in variants:
                         await self._skip(question, variant)
                     return
-                if variants[0] in ("full", *REASSEMBLED):
-                    await self._full_group(question, variants, prepared)
-                else:
-                    await self._ask(question, variants[0], prepared)
+                await self._dispatch(question, variants, prepared)
         finally:
             self._pending[memory] -= 1
             if self._pending[memory] == 0:
                 # The video's last question is done: its memory need not stay loaded.
-                self._loads.pop(memory, None)
-                self.base.release_memory(memory)
+                self._answerer.release(memory)
 
-    async def _full_group(
-        self, question: EvalQuestion, variants: tuple[str, ...], prepared: _Prepared
+    async def _dispatch(
+        self, question: EvalQuestion, variants: tuple[str, ...], prepared: Prepared
     ) -> None:
-        source: Result | Path | None = None
-        failure: ResultRecord | None = None
-        if "full" in variants:
-            source = await self._ask(question, "full", prepared)
-            if source is None:
-                failure = self._latest.get(("full", question.id))
-        else:
-            record = self._latest.get(("full", question.id))
-            if record is not None and record.status == "answered" and record.trace:
-                source = self.run_dir.path / record.trace
-            else:
-                failure = record
+        """Answer one slot's variants where the answerer runs them; record each outcome.
+
+        Reassemblies need the full run's exploration: from this slot's full run, else from
+        the full record already in the run (its trace). Without one they fail as it did."""
         reassembled = [v for v in variants if v in REASSEMBLED]
-        if source is None:
-            for variant in reassembled:
-                await self._inherit_failure(question, variant, failure)
-            return
-        await asyncio.gather(
-            *(self._reassemble(question, variant, source, prepared) for variant in reassembled)
-        )
+        saved: Path | None = None
+        if reassembled and "full" not in variants:
+            record = self._latest.get(("full", question.id))
+            if record is None or record.status != "answered" or not record.trace:
+                for variant in reassembled:
+                    await self._inherit_failure(question, variant, record)
+                return
+            saved = self.run_dir.path / record.trace
+        got: set[str] = set()
 
-    async def _ask(
-        self, question: EvalQuestion, variant: str, prepared: _Prepared
-    ) -> Result | None:
-        vt = self._vts[variant]
-        started = time.perf_counter()
-        try:
-            await self._load(prepared)
-            result = await vt.aanswer(
-                prepared.video,
-                prepared.memory,
-                question.question,
-                question.options,
-                question_id=question.id,
-                subtitle_path=prepared.subtitles,
-                subtitle_offset_s=question.subtitle_offset_s,
-                keep_images=False,
+        async def emit(outcome: VariantOutcome) -> None:
+            got.add(outcome.variant)
+            await self._record(question, outcome)
+
+        await self._answerer.answer(question, variants, prepared, saved, emit)
+        for variant in reassembled:
+            if variant not in got:  # the full run failed: nothing to reassemble
+                await self._inherit_failure(
+                    question, variant, self._latest.get(("full", question.id))
+                )
+
+    async def _record(self, question: EvalQuestion, outcome: VariantOutcome) -> None:
+        if outcome.result is not None:
+            await self._answered(
+                question,
+                outcome.variant,
+                outcome.result,
+                reassembled_from=outcome.reassembled_from,
             )
-        except Exception as exc:  # one question's failure never loses the others
-            await self._fail(question, variant, exc, time.perf_counter() - started)
-            return None
-        await self._answered(question, variant, result)
-        return result
+        else:
+            assert outcome.failure is not None
+            await self._fail(question, outcome.variant, outcome.failure, outcome.elapsed_s)
 
-    async def _reassemble(
-        self, question: EvalQuestion, variant: str, source: Result | Path, prepared: _Prepared
-    ) -> None:
-        started = time.perf_counter()
-        try:
-            await self._load(prepared)
-            exploration = (
-                await asyncio.to_thread(load_exploration, source)
-                if isinstance(source, Path)
-                else source
-            )
-            result = await self.base.areanswer(exploration, variant, memory=prepared.memory)
-        except Exception as exc:
-            await self._fail(question, variant, exc, time.perf_counter() - started)
-            return
-        await self._answered(question, variant, result, reassembled_from="full")
-
-    async def _load(self, prepared: _Prepared) -> None:
-        """Load (parse, embed, pack) a memory off the event loop, once for all variants and
-        questions of its video; ``aanswer`` then finds it loaded instead of blocking every
-        question in flight while it loads. Loads run one at a time, in the order questions
-        reach them: parsing is interpreter-bound, so parallel loads would only make the
-        first question wait for all of them."""
-        future = self._loads.get(prepared.memory)
-        if future is None:
-            loop = asyncio.get_running_loop()
-            future = self._loads[prepared.memory] = loop.run_in_executor(
-                self._loader, _load_memory, self.base, prepared
-            )
-        await asyncio.shield(future)
-
-    async def _prepare(self, question: EvalQuestion) -> _Prepared:
+    async def _prepare(self, question: EvalQuestion) -> Prepared:
         video = self.inputs.video(question)
         if video is not None and not video.is_file():
             raise MissingVideoError(f"video {video} does not exist (question {question.id})")
@@ -442,7 +404,7 @@ class EvalRunner:
             # A question's subtitles replace the memory's stored transcript and Whisper only
             # when the config says so (asr.source=subtitles, which --subtitles sets).
             subtitles = None
-        return _Prepared(video, memory, subtitles)
+        return Prepared(video, memory, subtitles)
 
     async def _build(self, video: Path, memory: Path, subtitles: Path | None) -> None:
         """Build ``memory`` once; every question of the video awaits the same build."""
@@ -461,7 +423,7 @@ class EvalRunner:
             if self._stop is not None:
                 raise RunStoppedError(f"not built: {self._stop}")
             try:
-                await self.base.abuild_memory(
+                await self._answerer.build_memory(
                     video, memory, subtitles if subtitles and subtitles.is_file() else None
                 )
             except BuildStoppedError as exc:
@@ -499,25 +461,23 @@ class EvalRunner:
         self._count_first(variant, None)
 
     async def _fail(
-        self, question: EvalQuestion, variant: str, exc: BaseException, elapsed: float
+        self, question: EvalQuestion, variant: str, failure: Failure, elapsed: float
     ) -> None:
-        ours = isinstance(exc, VideoTapestryError)
-        message = str(exc) if ours else f"{type(exc).__name__}: {exc}"
         record = ResultRecord.for_question(
             question,
             variant,
             status="failed",
-            error=message,
-            error_type=type(exc).__name__,
+            error=failure.message,
+            error_type=failure.error_type,
             elapsed_s=round(elapsed, 3),
         )
-        if not ours:  # a bug of ours or a library's: keep the traceback for the report
-            await asyncio.to_thread(self._log_error, question, variant, exc)
-        if isinstance(exc, ModelCallError) and not exc.recoverable:
-            self._halt(f"{type(exc).__name__}: {message}")
+        if failure.traceback:  # a bug of ours or a library's: keep the traceback for the report
+            await asyncio.to_thread(self._log_error, question, variant, failure.traceback)
+        if failure.fatal:
+            self._halt(f"{failure.error_type}: {failure.message}")
         await self._write(record)
-        if not isinstance(exc, RunStoppedError):
-            self._count_first(variant, (record.error_type or "", message))
+        if not failure.stopped:
+            self._count_first(variant, (record.error_type or "", failure.message))
 
     async def _inherit_failure(
         self, question: EvalQuestion, variant: str, full: ResultRecord | None
@@ -571,11 +531,10 @@ class EvalRunner:
             result.save_trace(self.run_dir.path / record.trace)
         self.run_dir.writer.append(record)
 
-    def _log_error(self, question: EvalQuestion, variant: str, exc: BaseException) -> None:
-        lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    def _log_error(self, question: EvalQuestion, variant: str, text: str) -> None:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         with open(self.run_dir.path / ERRORS_LOG, "a", encoding="utf-8") as handle:
-            handle.write(f"== {stamp} {variant} {question.id}\n{''.join(lines)}\n")
+            handle.write(f"== {stamp} {variant} {question.id}\n{text}\n")
 
     # -- stopping --------------------------------------------------------------------------
 
@@ -596,13 +555,6 @@ class EvalRunner:
                 f"the first {k} questions of variant {variant} all failed with the same error, "
                 f"which would repeat for every question: {error_type}: {message}"
             )
-
-
-def _load_memory(vt: VideoTapestry, prepared: _Prepared) -> None:
-    from videotapestry.video import fingerprint
-
-    video_fingerprint = fingerprint(prepared.video) if prepared.video is not None else None
-    vt.load_memory(prepared.memory, video_fingerprint=video_fingerprint)
 
 
 def _has_memory(path: Path) -> bool:
