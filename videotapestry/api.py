@@ -17,7 +17,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from videotapestry.agents.rules import is_global_question
 from videotapestry.agents.state import AnswerOutcome, Degradation, LevelOutcome, QuestionInput
 from videotapestry.asr import TranscriptSource, make_transcript_source
 from videotapestry.assemble import assemble
-from videotapestry.config import Config, load_config
+from videotapestry.config import Config, load_config, validate_config
 from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
 from videotapestry.errors import ConfigError, ModelCallError, VideoTapestryError
 from videotapestry.graph import build_graph
@@ -79,6 +79,14 @@ class LoadedMemory:
     evidence: PackedClips | None
 
 
+@dataclass
+class _Loaded:
+    """What sibling instances (``for_variant``) share: loaded memories and the one Whisper."""
+
+    memories: dict[tuple[str, str | None], LoadedMemory] = field(default_factory=dict)
+    whisper: TranscriptSource | None = None  # one model load for all questions
+
+
 @dataclass(frozen=True)
 class QuestionItem:
     """One question for ``abatch``."""
@@ -106,8 +114,21 @@ class VideoTapestry:
         self.prompts = PromptRegistry(self.config.prompts.override_dir)
         self.service = service or ModelService(self.config)
         self.embedder = embedder or SentenceTransformerEmbedder(self.config.embedding)
-        self._memories: dict[tuple[str, str | None], LoadedMemory] = {}
-        self._whisper: TranscriptSource | None = None  # one model load for all questions
+        self._loaded = _Loaded()
+
+    def for_variant(self, variant: str) -> VideoTapestry:
+        """This instance under another variant (paper Table 3), sharing everything loaded.
+
+        The model service (clients, endpoint limits, cache, run usage), the embedder, the
+        prompts, every loaded memory and the Whisper model are the same objects, so a sweep
+        over variants loads each of them once. Only ``config.variant`` differs, which is what
+        makes sharing them valid.
+        """
+        config = validate_config({**self.config.model_dump(mode="json"), "variant": variant})
+        sibling = VideoTapestry(config, service=self.service, embedder=self.embedder)
+        sibling.prompts = self.prompts
+        sibling._loaded = self._loaded
+        return sibling
 
     # -- memory ----------------------------------------------------------------------------
 
@@ -119,7 +140,7 @@ class VideoTapestry:
             key = (f"object:{id(memory)}", video_fingerprint)
         else:
             key = (str(Path(memory).resolve()), video_fingerprint)
-        loaded = self._memories.get(key)
+        loaded = self._loaded.memories.get(key)
         if loaded is None:
             raw = (
                 memory
@@ -129,8 +150,15 @@ class VideoTapestry:
             embedded = ensure_embeddings(raw, self.embedder)
             evidence = pack_memory_evidence(embedded, self.config.pace_mem)
             loaded = LoadedMemory(embedded, MemoryLocator(embedded, self.embedder), evidence)
-            self._memories[key] = loaded
+            self._loaded.memories[key] = loaded
         return loaded
+
+    def release_memory(self, memory: str | Path) -> None:
+        """Forget a loaded memory (under every video fingerprint), so a run over hundreds of
+        videos keeps only the memories of the questions in flight."""
+        path = str(Path(memory).resolve())
+        for key in [key for key in self._loaded.memories if key[0] == path]:
+            del self._loaded.memories[key]
 
     def build_graph(self, *, checkpointer: Any = None, **compile_options: Any) -> Any:
         """The compiled LangGraph graph for this config's variant (stream, draw, checkpoint)."""
@@ -508,9 +536,9 @@ class VideoTapestry:
             return source, None
         if not reader.info.has_audio:
             return None, None
-        if self._whisper is None:
-            self._whisper = make_transcript_source(self.config.asr)
-        return self._whisper, None
+        if self._loaded.whisper is None:
+            self._loaded.whisper = make_transcript_source(self.config.asr)
+        return self._loaded.whisper, None
 
     def _result(
         self,

@@ -5,8 +5,9 @@ Commands: ``build-memory`` (a raw video to a memory, resumable; memory_builders/
 ``inspect`` (a memory, or a saved run's trace as a summary or an HTML picture),
 ``prompts list|show`` (which template each role uses, overrides included), ``config show``
 (the fully resolved configuration), ``check-endpoint`` (one real JSON call, to check a
-key, base URL and model name first) and ``demo`` (the shipped sample video with the
-offline model; videotapestry/demo/cli.py).
+key, base URL and model name first), ``demo`` (the shipped sample video with the
+offline model; videotapestry/demo/cli.py) and ``eval`` (a benchmark into a resumable run
+directory; videotapestry/eval/cli.py).
 Errors of ours print one line and exit with status 2 instead of a traceback.
 
 Exit status of ``ask`` and ``reanswer``: 0 answered; 2 an error stopped it (bad input, a
@@ -202,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     from videotapestry.eval.report_cli import add_parsers as add_eval_report
 
     add_eval_report(commands)
+    from videotapestry.eval.cli import add_parser as add_eval
+
+    add_eval(commands, _add_config_options)
     return parser
 
 
@@ -238,6 +242,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from videotapestry.eval.report_cli import run as eval_report
 
             return eval_report(args)
+        if args.command == "eval":
+            from videotapestry.eval.cli import run as evaluate
+
+            return evaluate(args)
     except VideoTapestryError as exc:
         print(f"videotapestry: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -118,15 +118,18 @@ def synthetic_memory(
     macros_per_super: int = 20,
     seed: int = 0,
     fingerprint: str | None = "synthetic-2h",
+    title: str = "A synthetic two-hour drama",
 ) -> VideoMemory:
     """A deterministic memory: ``supers`` SuperEvents of ``macros_per_super`` MacroEvents,
     21 subgraph nodes each (8 entities, 9 events, 4 OCR texts), a recurring cast with name
-    variants, and typed relations. The default is the size of a 2-hour MemDreamer build."""
+    variants, and typed relations. The default is the size of a 2-hour MemDreamer build.
+    ``title`` is the root's (it heads every composite memory): tests give each video its own
+    so an answer can depend on which memory was read."""
     DURATION_S, SUPERS, MACROS_PER_SUPER = duration_s, supers, macros_per_super
     rng = random.Random(seed)
     root = RootEvent(
         id="root_001",
-        title="A synthetic two-hour drama",
+        title=title,
         description="Benchmark memory.",
         themes=("mystery", "city life"),
         key_entities=tuple(c for c, _ in CAST[:4]),

@@ -1,0 +1,453 @@
+"""``videotapestry eval``: the runner against the fake server, over synthetic memories.
+
+Each test video's memory carries its own title and every question asks for the title, so
+the scripted Answer agent (it picks the option the composite memory mentions most) answers
+right only when the run read that question's memory. The kill test runs the command in a
+subprocess and kills it with SIGKILL mid-run; the rest call ``main`` in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from method_support import cli_args
+
+from videotapestry.cli import main
+from videotapestry.eval.records import ResultRecord
+from videotapestry.eval.results import read_records, read_run_info
+from videotapestry.eval.run_dir import ResultsWriter, identity_differences, trace_name
+from videotapestry.memory import ensure_embeddings, load_memory, save_memory
+from videotapestry.testing import FakeOpenAIServer, FakeReply
+from videotapestry.testing.media import make_test_video
+from videotapestry.testing.memories import synthetic_memory
+from videotapestry.testing.scripted import ScriptedModel
+from videotapestry.testing.scripted_builder import ScriptedBuilderModel, perception_requests
+from videotapestry.video import fingerprint
+
+ROOT = Path(__file__).resolve().parents[1]
+TITLES = ["The lighthouse keeper", "A bakery at dawn", "Harbour of lanterns", "The glass orchard"]
+OPTIONS = [f"{letter}. {title}" for letter, title in zip("ABCD", TITLES, strict=True)]
+REASSEMBLY = "full,refined_super_only,refined_paths_only"
+
+
+def question_text(n: int) -> str:
+    return f"Which title does this video carry (question {n})?"
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:
+    """Four 5-minute videos (one file, four names) with embedded memories titled apart."""
+    root = tmp_path_factory.mktemp("eval")
+    videos = root / "videos"
+    make_test_video(videos / "v0.mp4", 300, fps=2, size=(160, 90), scene_s=30)
+    for n in range(1, 4):
+        (videos / f"v{n}.mp4").symlink_to(videos / "v0.mp4")
+    print_ = fingerprint(videos / "v0.mp4")
+    for n, title in enumerate(TITLES):
+        memory = synthetic_memory(
+            duration_s=300, supers=3, macros_per_super=2, seed=n, fingerprint=print_, title=title
+        )
+        save_memory(ensure_embeddings(memory, embedder), root / "memories" / f"v{n}")
+    return root
+
+
+def annotations(path: Path, count: int, *, videos: int = 4) -> Path:
+    """``count`` questions cycling over the videos; the gold answer is the video's title."""
+    with path.open("w", encoding="utf-8") as handle:
+        for n in range(count):
+            video = n % videos
+            row = {
+                "id": f"q{n}",
+                "video": f"v{video}.mp4",
+                "question": question_text(n),
+                "options": OPTIONS,
+                "answer": "ABCD"[video],
+                "categories": ["title", f"video {video}"],
+            }
+            handle.write(json.dumps(row) + "\n")
+    return path
+
+
+def eval_args(data: Path, questions: Path, run: Path, server: FakeOpenAIServer, *extra: str):
+    return [
+        "eval", "--benchmark", "jsonl", "--annotations", str(questions),
+        "--videos", str(data / "videos"), "--memories", str(data / "memories"),
+        "--out", str(run), "--quiet", *cli_args(server), *extra,
+    ]  # fmt: skip
+
+
+def lines(run: Path) -> list[dict]:
+    """Every line of results.jsonl, each of which must be one JSON object."""
+    return [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+
+
+def asked_questions(server: FakeOpenAIServer, count: int) -> Counter:
+    """Requests per question (every prompt that carries the question's text)."""
+    texts = {f"q{n}": question_text(n) for n in range(count)}
+    return Counter(qid for r in server.requests for qid, text in texts.items() if text in r.text)
+
+
+# --------------------------------------------------------------------------- (a) kill -9
+
+
+def test_a_killed_run_resumes_without_asking_a_finished_question_again(
+    data: Path, tmp_path: Path
+) -> None:
+    count, run = 8, tmp_path / "run"
+    questions = annotations(tmp_path / "q.jsonl", count)
+    process: dict[str, subprocess.Popen] = {}
+    answers = {"seen": 0}
+    lock = threading.Lock()
+    scripted = ScriptedModel()
+
+    def kill_at_the_fifth_answer(request):
+        if request.prompt == "final_answer":
+            with lock:
+                answers["seen"] += 1
+                if answers["seen"] == 5 and "run" in process:
+                    os.kill(process["run"].pid, signal.SIGKILL)
+        return scripted(request)
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_BASE_URL"}
+    env["OPENAI_API_KEY"] = "sk-test-eval-0123456789abcdef"
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    with FakeOpenAIServer(latency_s=0.05) as server:
+        server.on(None, kill_at_the_fifth_answer)
+        variants = ("--variant", "full,refined_super_only")
+        command = [
+            sys.executable, "-m", "videotapestry.cli",
+            *eval_args(data, questions, run, server, "--concurrency", "2", *variants),
+        ]  # fmt: skip
+        process["run"] = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        _, stderr = process["run"].communicate(timeout=240)
+        assert process["run"].returncode == -signal.SIGKILL, stderr.decode()[-2000:]
+        del process["run"]
+        first = read_records(run)
+        done = {r.key for r in first.records if r.finished}
+        assert 1 <= len(done) < 2 * count  # killed mid-run, some records on disk
+        for record in first.records:  # each finished one has its trace beside it
+            assert (run / record.trace).is_file()
+
+        server.reset()
+        server.on(None, scripted)
+        rerun = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+        assert rerun.returncode == 0, rerun.stderr
+
+    explored = {qid for variant, qid in done if variant == "full"}
+    asked = asked_questions(server, count)
+    answer_calls = Counter(
+        qid
+        for r in server.requests_for("answer")
+        for qid in (f"q{n}" for n in range(count))
+        if question_text(int(qid[1:])) in r.text
+    )
+    for n in range(count):
+        qid = f"q{n}"
+        missing = [v for v in ("full", "refined_super_only") if (v, qid) not in done]
+        # A finished question is not asked again; the Answer agent runs once per missing variant.
+        assert answer_calls[qid] == len(missing), (qid, missing)
+        if qid in explored:
+            assert asked[qid] == answer_calls[qid]  # no exploration call repeated
+    rows = lines(run)  # parses line by line
+    keys = Counter((row["variant"], row["question_id"]) for row in rows)
+    assert set(keys) == {(v, f"q{n}") for v in ("full", "refined_super_only") for n in range(count)}
+    assert set(keys.values()) == {1}  # every question exactly once per variant
+    assert all(row["status"] == "answered" for row in rows)
+    # Every answer read its own video's memory (the title only that memory names).
+    assert all(row["correct"] for row in rows if row["variant"] == "full")
+    reassembled = [row for row in rows if row["variant"] == "refined_super_only"]
+    assert all(
+        row["usage"]["calls"] == 1 and row["reassembled_from"] == "full" for row in reassembled
+    )
+
+
+# --------------------------------------------------------------------------- (b) early stop
+
+
+def test_an_unknown_model_stops_the_run_after_one_request(
+    data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions = annotations(tmp_path / "q.jsonl", 6)
+    server.on(None, lambda r: FakeReply(content="The model `nope` does not exist", status=404))
+    code = main(eval_args(data, questions, tmp_path / "run", server, "--concurrency", "1"))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "stopped early" in err and "does not exist" in err
+    assert len(server.requests) == 1
+    statuses = Counter(row["status"] for row in lines(tmp_path / "run"))
+    assert statuses == {"failed": 1, "skipped": 5}
+    skipped = [row for row in lines(tmp_path / "run") if row["status"] == "skipped"]
+    assert all("does not exist" in row["error"] for row in skipped)
+
+
+def test_the_same_failure_on_the_first_questions_stops_the_run(
+    data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A prompt override that cannot render fails every question the same way, after its
+    exploration: three such failures stop the run instead of ten."""
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    shipped = (ROOT / "prompts" / "final_answer.jinja").read_text()
+    assert "{{ memory }}" in shipped
+    broken = shipped.replace("{{ memory }}", "{{ video_memory }}")
+    (prompts / "final_answer.jinja").write_text(broken)
+    server.on(None, ScriptedModel())
+    questions = annotations(tmp_path / "q.jsonl", 10)
+    run = tmp_path / "run"
+    args = eval_args(
+        data, questions, run, server, "--concurrency", "1", "--prompts-dir", str(prompts)
+    )
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 2 and "the first 3 questions of variant full all failed" in err
+    statuses = Counter(row["status"] for row in lines(run))
+    assert statuses == {"failed": 3, "skipped": 7}
+    assert len({row["error"] for row in lines(run) if row["status"] == "failed"}) == 1
+    assert asked_questions(server, 10).keys() == {"q0", "q1", "q2"}
+
+
+# --------------------------------------------------------------------------- (c) missing memory
+
+
+def test_a_missing_memory_fails_its_questions_and_the_others_are_answered(
+    data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    memories = tmp_path / "memories"
+    memories.mkdir()
+    for n in (0, 2):  # v1 has no memory
+        (memories / f"v{n}").symlink_to(data / "memories" / f"v{n}")
+    server.on(None, ScriptedModel())
+    questions = annotations(tmp_path / "q.jsonl", 6, videos=3)
+    run = tmp_path / "run"
+    args = eval_args(data, questions, run, server, "--concurrency", "2")
+    args[args.index("--memories") + 1] = str(memories)
+    code = main(args)
+    captured = capsys.readouterr()
+    assert code == 1
+    rows = {row["question_id"]: row for row in lines(run)}
+    for qid in ("q1", "q4"):
+        assert rows[qid]["status"] == "failed"
+        assert rows[qid]["error_type"] == "MissingMemoryError"
+        assert (
+            str(memories / "v1") in rows[qid]["error"] and "--build-missing" in rows[qid]["error"]
+        )
+    for qid in ("q0", "q2", "q3", "q5"):
+        assert rows[qid]["status"] == "answered" and rows[qid]["correct"]
+    assert "2 question(s) failed" in captured.err
+    assert asked_questions(server, 6).keys() == {"q0", "q2", "q3", "q5"}
+
+    # A rerun retries the failures, which fail the same way for free: no new line, no call.
+    server.reset()
+    server.on(None, ScriptedModel())
+    assert main(args) == 1
+    assert len(lines(run)) == 6 and server.requests == []
+
+
+def test_build_missing_builds_each_video_once_for_all_its_questions(
+    data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    video = make_test_video(tmp_path / "videos" / "v0.mp4", 60, fps=4, size=(192, 108), scene_s=10)
+    builder, answerer = ScriptedBuilderModel(video.fps, video.scenes), ScriptedModel()
+    server.on(None, lambda r: (builder if (r.role or "").startswith("builder_") else answerer)(r))
+    questions = annotations(tmp_path / "q.jsonl", 3, videos=1)
+    run, memories = tmp_path / "run", tmp_path / "memories"
+    args = eval_args(data, questions, run, server, "--concurrency", "3", "--build-missing")
+    args[args.index("--videos") + 1] = str(tmp_path / "videos")
+    args[args.index("--memories") + 1] = str(memories)
+    args += ["-o", "builder.ocr.engine=none", "-o", "builder.macro.min_s=30"]
+    assert main(args) in (0, 3), capsys.readouterr().err
+    perception = perception_requests(server.requests)
+    assert len(perception) == 6 and set(perception.values()) == {1}  # one build, each clip once
+    assert len(load_memory(memories / "v0").clips) == 6
+    rows = lines(run)
+    assert len(rows) == 3 and {row["status"] for row in rows} == {"answered"}
+    assert len(server.requests_for("answer")) == 3
+
+
+# --------------------------------------------------------------------------- (d) Table 3(b)
+
+
+def test_reassembly_variants_cost_one_answer_call_each(
+    data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.on(None, ScriptedModel())
+    count = 4
+    questions = annotations(tmp_path / "q.jsonl", count)
+    run = tmp_path / "run"
+    code = main(eval_args(data, questions, run, server, "--variant", REASSEMBLY))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    rows = lines(run)
+    full = [row for row in rows if row["variant"] == "full"]
+    calls = Counter(r.role for r in server.requests)
+    assert calls["answer"] == 3 * count  # full's own, then one per reassembly variant
+    assert len(server.requests) == sum(row["usage"]["calls"] for row in full) + 2 * count
+    for variant in ("refined_super_only", "refined_paths_only"):
+        records = [row for row in rows if row["variant"] == variant]
+        assert len(records) == count
+        assert all(r["usage"]["calls"] == 1 and r["reassembled_from"] == "full" for r in records)
+        assert all(r["memory_tokens"] > 0 for r in records)
+        assert "accuracy" in next(line for line in out.splitlines() if line.startswith(variant))
+    # Super-only keeps the root and SuperEvents only, so it is the smallest memory.
+    tokens = {row["variant"]: row["memory_tokens"] for row in rows if row["question_id"] == "q0"}
+    assert tokens["refined_super_only"] < tokens["full"]
+
+    # Added to a finished full run, they are reassembled from its saved traces.
+    run2 = tmp_path / "run2"
+    assert main(eval_args(data, questions, run2, server)) == 0
+    server.reset()
+    server.on(None, ScriptedModel())
+    assert main(eval_args(data, questions, run2, server, "--variant", REASSEMBLY)) == 0
+    assert len(server.requests) == 2 * count
+    assert {r.role for r in server.requests} == {"answer"}
+    assert read_run_info(run2).variants == REASSEMBLY.split(",")
+
+
+def test_reassembly_without_full_is_a_usage_error(
+    data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions = annotations(tmp_path / "q.jsonl", 1)
+    args = eval_args(data, questions, tmp_path / "run", server, "--variant", "refined_paths_only")
+    assert main(args) == 2
+    assert "add full to --variant" in capsys.readouterr().err
+    assert server.requests == []
+
+
+# --------------------------------------------------------------------------- (e) identity
+
+
+def test_a_run_made_with_another_config_is_refused_without_force(
+    data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.on(None, ScriptedModel())
+    questions = annotations(tmp_path / "q.jsonl", 3)
+    run = tmp_path / "run"
+    assert main(eval_args(data, questions, run, server, "--limit", "2")) == 0
+    before = (run / "results.jsonl").read_bytes()
+    server.reset()
+    server.on(None, ScriptedModel())
+
+    other = eval_args(data, questions, run, server, "-o", "agents.overview.max_frames=10")
+    assert main(other) == 2
+    err = capsys.readouterr().err
+    assert "agents.overview.max_frames: 120 in the run, 10 now" in err and "--force" in err
+    assert server.requests == [] and (run / "results.jsonl").read_bytes() == before
+
+    # --limit, --concurrency and the timeout are not identity: a larger limit extends the run.
+    same = eval_args(data, questions, run, server, "--concurrency", "3")
+    assert main([*same, "-o", "models.default.timeout_s=60"]) == 0
+    assert asked_questions(server, 3).keys() == {"q2"}
+
+    assert main([*other, "--force", "--limit", "3"]) == 0
+    info = read_run_info(run)
+    assert info.model_extra["amended"][0]["differences"] == [
+        "config agents.overview.max_frames: 120 in the run, 10 now"
+    ]
+    assert len(lines(run)) == 3  # finished records kept, nothing asked again
+
+
+def test_identity_names_prompt_and_model_changes(data: Path) -> None:
+    from videotapestry.config import load_config
+    from videotapestry.eval.run_dir import new_run_info
+    from videotapestry.prompts import PromptRegistry
+
+    def info(*overrides: str, prompts: PromptRegistry | None = None):
+        return new_run_info(
+            benchmark="jsonl",
+            annotations=data,
+            variants=["full"],
+            config=load_config(overrides=list(overrides)),
+            prompts=prompts or PromptRegistry(),
+        )
+
+    base = info()
+    assert identity_differences(base, info("variant=wo_asr", "cache.enabled=false")) == []
+    assert identity_differences(base, info("models.default.model=m2")) == [
+        "config models.*.model: 'gpt-5.5' in the run, 'm2' now"
+    ]
+    assert identity_differences(base, info("models.roles.answer.model=m2")) == [
+        "config models.answer.model: 'gpt-5.5' in the run, 'm2' now"
+    ]
+    override = data / "prompt-override"
+    override.mkdir(exist_ok=True)
+    (override / "_no_steering.jinja").write_text("Different partial text.\n")
+    [line] = identity_differences(base, info(prompts=PromptRegistry(override)))
+    assert line.startswith("prompt _no_steering: ")
+
+
+# --------------------------------------------------------------------------- (f) --list
+
+
+def test_list_prints_the_normalized_questions_without_videos_or_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    path = tmp_path / "mine.jsonl"
+    path.write_text(
+        json.dumps({"id": 7, "video": "a.mp4", "question": "Who?", "options": ["x", "y"],
+                    "answer": 1, "categories": "people"}) + "\n"
+        + json.dumps({"id": "b", "video": "clips/b.mkv", "question": "Where?",
+                      "options": ["A. here", "B. there", "C. nowhere"]}) + "\n"
+    )  # fmt: skip
+    assert main(["eval", "--benchmark", "jsonl", "--annotations", str(path), "--list"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["id"], r["video_id"], r["answer"], r["categories"]) for r in rows] == [
+        ("7", "a", "B", ["people"]),
+        ("b", "b", None, []),
+    ]
+    assert rows[0]["options"] == ["A. x", "B. y"] and rows[1]["question"] == "Where?"
+    assert (
+        main(["eval", "--benchmark", "jsonl", "--annotations", str(path), "--list", "--limit", "1"])
+        == 0
+    )
+    assert len(capsys.readouterr().out.splitlines()) == 1
+
+
+def test_running_needs_the_directories(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = annotations(tmp_path / "q.jsonl", 1)
+    assert main(["eval", "--benchmark", "jsonl", "--annotations", str(path)]) == 2
+    assert "--videos, --memories, --out" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- the writer
+
+
+def test_appends_from_many_threads_stay_whole_lines(tmp_path: Path) -> None:
+    writer = ResultsWriter(tmp_path / "results.jsonl")
+    long_error = "x" * 20000  # larger than a pipe buffer: one write per line still
+
+    def write(n: int) -> None:
+        for k in range(20):
+            writer.append(
+                ResultRecord(
+                    question_id=f"q{n}-{k}", variant="full", video_id="v", status="failed",
+                    error=long_error,
+                )
+            )  # fmt: skip
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    writer.close()
+    read = read_records(tmp_path)
+    assert len(read.records) == 160 and read.skipped_lines == 0
+
+
+def test_trace_names_are_safe_and_distinct() -> None:
+    assert trace_name("q1") == "q1.json"
+    assert trace_name("001-2") == "001-2.json"
+    odd = [trace_name("a/b"), trace_name("a:b"), trace_name("..")]
+    assert all("/" not in name and not name.startswith(".") for name in odd)
+    assert len(set(odd)) == 3

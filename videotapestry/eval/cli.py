@@ -1,0 +1,337 @@
+"""``videotapestry eval``: a benchmark's questions answered into a resumable run directory.
+
+Exit status: 0 every selected question answered; 1 some question failed (or was skipped);
+2 a usage or configuration error, or the run stopped early on an error that would repeat
+for every question (the message is printed); 3 all answered, but some answer lost part of
+the method (a fallback, lost ASR or frames; ``--allow-degraded`` turns 3 into 0). The status
+describes the run directory's records for the selected questions, so rerunning a finished
+run gives the same status without asking anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from videotapestry.errors import ConfigError
+
+if TYPE_CHECKING:
+    from videotapestry.eval.questions import EvalQuestion
+    from videotapestry.eval.records import ResultRecord
+    from videotapestry.eval.runner import RunOutcome
+
+EXIT_FAILED = 1
+EXIT_ERROR = 2
+EXIT_DEGRADED = 3
+
+VARIANT_HELP = (
+    "comma-separated variants to run (repeatable): full, wo_visual, wo_asr, append_only, "
+    "single_agent, static_memory, direct; refined_super_only and refined_paths_only are "
+    "reassembled from full's exploration (one Answer call each; full must be in the list). "
+    "Default: the config's variant"
+)
+
+
+def add_parser(commands: argparse._SubParsersAction, add_config: Callable) -> None:
+    from videotapestry.eval.datasets import loaders
+
+    parser = commands.add_parser(
+        "eval",
+        help="answer a benchmark's questions into a resumable run directory",
+        description="Answer a benchmark's questions (Video-MME, LVBench, LongVideoBench, "
+        "EgoSchema or a generic JSONL) with the method and its variants. Each finished "
+        "question is one line of RUN/results.jsonl, its trace in RUN/traces/<variant>/. "
+        "Rerunning the same command skips finished questions and asks again those that "
+        "failed or were skipped (use --keep-failed to keep failures); a RUN made with "
+        "another config or prompt set is refused unless --force. --limit, --ids and "
+        "--concurrency may change between reruns (a larger --limit extends the run).",
+        epilog="exit status: 0 all answered, 1 some failed or skipped, 3 some answer "
+        "degraded, 2 usage/config error or the run stopped early (the reason is printed)",
+    )
+    parser.add_argument("--benchmark", required=True, choices=sorted(loaders()))
+    parser.add_argument(
+        "--annotations",
+        required=True,
+        metavar="PATH",
+        help="the benchmark's annotation file, or the directory holding its files",
+    )
+    parser.add_argument(
+        "--list",
+        action="store_true",
+        help="print the normalized questions, one JSON object a line, and exit (needs no "
+        "videos, memories or key)",
+    )
+    parser.add_argument("--duration", help="a benchmark's duration group, e.g. long")
+    parser.add_argument("--limit", type=int, metavar="N", help="the first N selected questions")
+    parser.add_argument(
+        "--ids",
+        action="append",
+        default=[],
+        metavar="ID,...",
+        help="only these question ids (comma-separated, repeatable; @FILE reads one a line)",
+    )
+    parser.add_argument("--videos", metavar="DIR", help="videos, named as the benchmark does")
+    parser.add_argument(
+        "--memories", metavar="DIR", help="one memory directory per video: DIR/<video stem>/"
+    )
+    parser.add_argument(
+        "--subtitles",
+        metavar="DIR",
+        help="the benchmark's subtitle files; sets asr.source=subtitles (without it, "
+        "subtitle files are looked up next to the annotations and used only when the "
+        "config says asr.source=subtitles)",
+    )
+    parser.add_argument("--out", metavar="RUN", help="the run directory (new, or one to resume)")
+    parser.add_argument(
+        "--variant", action="append", default=[], metavar="V,...", help=VARIANT_HELP
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=4, metavar="N", help="questions in flight (default 4)"
+    )
+    parser.add_argument(
+        "--build-missing",
+        action="store_true",
+        help="build a missing memory (once per video) instead of recording the question failed",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="continue a RUN made with another config or prompt set (its finished records "
+        "are kept; run.json lists the change under 'amended')",
+    )
+    parser.add_argument(
+        "--keep-failed",
+        action="store_true",
+        help="do not ask failed questions again (by default a rerun retries them: most "
+        "failures are transient or fixed since; those failing before any model call get a "
+        "new line only when their outcome changes)",
+    )
+    parser.add_argument(
+        "--stop-after",
+        type=int,
+        default=3,
+        metavar="K",
+        help="stop when the first K finished questions of a variant all failed with the "
+        "same error (default 3; 0 never). A non-recoverable model error (refused key, "
+        "unknown model, unreachable server) always stops the run",
+    )
+    parser.add_argument(
+        "--allow-degraded",
+        action="store_true",
+        help=f"exit 0 instead of {EXIT_DEGRADED} when some answer lost part of the method",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_config(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    questions = _questions(args)
+    if args.list:
+        for question in questions:
+            print(question.to_json_line())
+        return 0
+    missing = [flag for flag in ("videos", "memories", "out") if not getattr(args, flag)]
+    if missing:
+        raise ConfigError(
+            "eval needs " + ", ".join(f"--{flag}" for flag in missing) + " (or --list)"
+        )
+    if args.concurrency < 1:
+        raise ConfigError(f"--concurrency must be at least 1, got {args.concurrency}")
+    return asyncio.run(_evaluate(args, questions))
+
+
+def _questions(args: argparse.Namespace) -> list[EvalQuestion]:
+    from videotapestry.eval.datasets import LoadOptions, load_benchmark
+
+    questions = load_benchmark(
+        args.benchmark, args.annotations, LoadOptions(duration=args.duration)
+    )
+    wanted = _ids(args.ids)
+    if wanted:
+        known = {q.id for q in questions}
+        unknown = [qid for qid in wanted if qid not in known]
+        if unknown:
+            raise ConfigError(
+                f"--ids: {len(unknown)} id(s) not in the benchmark's questions, e.g. {unknown[0]!r}"
+            )
+        questions = [q for q in questions if q.id in wanted]
+    if args.limit is not None:
+        if args.limit < 0:
+            raise ConfigError(f"--limit must not be negative, got {args.limit}")
+        questions = questions[: args.limit]
+    return questions
+
+
+def _ids(values: Sequence[str]) -> set[str]:
+    ids: set[str] = set()
+    for value in values:
+        if value.startswith("@"):
+            path = Path(value[1:])
+            try:
+                lines = path.read_text(encoding="utf-8").splitlines()
+            except OSError as exc:
+                raise ConfigError(f"--ids {value}: {exc.strerror or exc}") from None
+            ids.update(line.strip() for line in lines if line.strip())
+        else:
+            ids.update(part.strip() for part in value.split(",") if part.strip())
+    return ids
+
+
+async def _evaluate(args: argparse.Namespace, questions: list[EvalQuestion]) -> int:
+    from videotapestry.api import VideoTapestry
+    from videotapestry.eval.run_dir import RunDirectory, new_run_info
+    from videotapestry.eval.runner import EvalRunner, Inputs, RunnerOptions, check_variants
+
+    overrides = list(args.override)
+    if args.prompts_dir:
+        overrides.append(f"prompts.override_dir={args.prompts_dir}")
+    if args.subtitles:
+        overrides.append("asr.source=subtitles")
+    vt = VideoTapestry(args.config, profile=args.profile, overrides=overrides)
+    variants = check_variants(
+        [v for value in args.variant for v in value.split(",")] or [vt.config.variant]
+    )
+    annotations = Path(args.annotations).expanduser()
+    info = new_run_info(
+        benchmark=args.benchmark,
+        annotations=annotations,
+        variants=variants,
+        config=vt.config,
+        prompts=vt.prompts,
+        command=["videotapestry", *sys.argv[1:]],
+    )
+    run_dir = RunDirectory.open(args.out, info, force=args.force)
+    inputs = Inputs(
+        videos=Path(args.videos).expanduser(),
+        memories=Path(args.memories).expanduser(),
+        subtitles=Path(args.subtitles).expanduser() if args.subtitles else None,
+        annotations_dir=annotations if annotations.is_dir() else annotations.parent,
+    )
+    options = RunnerOptions(
+        variants=variants,
+        concurrency=args.concurrency,
+        build_missing=args.build_missing,
+        retry_failed=not args.keep_failed,
+        stop_after_same_failures=args.stop_after,
+    )
+    limit = vt.config.models.max_concurrency_per_endpoint
+    if args.concurrency > limit:
+        print(
+            f"videotapestry: note: --concurrency {args.concurrency} questions share at most "
+            f"{limit} model calls in flight per endpoint (models.max_concurrency_per_endpoint; "
+            f"-o models.max_concurrency_per_endpoint={args.concurrency} to raise it)",
+            file=sys.stderr,
+        )
+    bar = _Progress(enabled=not args.quiet)
+    runner = EvalRunner(vt, run_dir, inputs, options, on_record=bar.update, on_plan=bar.start)
+    try:
+        outcome = await runner.run(questions)
+    finally:
+        bar.close()
+        await vt.aclose()
+        vt.service.close()
+        run_dir.close()
+    _write_outputs(run_dir.path, args.benchmark, outcome)
+    return _summary(outcome, run_dir.path, allow_degraded=args.allow_degraded)
+
+
+class _Progress:
+    """A tqdm bar on stderr over the questions this invocation asks."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar = None
+        self.counts = {"answered": 0, "failed": 0, "skipped": 0}
+
+    def start(self, units: int, reused: int) -> None:
+        if reused:
+            print(f"resuming: {reused} finished record(s) kept, {units} to run", file=sys.stderr)
+        if self.enabled and units:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=units, desc="eval", unit="q", file=sys.stderr, leave=True)
+
+    def update(self, record: ResultRecord) -> None:
+        self.counts[record.status] += 1
+        if self.bar is not None:
+            self.bar.set_postfix(self.counts, refresh=False)
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _write_outputs(run_dir: Path, benchmark: str, outcome: RunOutcome) -> None:
+    """The report (``write_report``) and, for EgoSchema, the server's submission file per
+    variant (``{q_uid: option index}``).
+
+    Both live in modules written alongside this one; while one is absent the run's records
+    are complete and ``videotapestry eval-report RUN`` can write the report later.
+    """
+    try:
+        from videotapestry.eval.report import write_report
+    except ImportError:
+        print("videotapestry: note: no report module; no report written", file=sys.stderr)
+    else:
+        write_report(run_dir)
+        print(f"report: {run_dir / 'report.md'}")
+    if benchmark != "egoschema":
+        return
+    try:
+        from videotapestry.eval.datasets.egoschema import write_egoschema_submission
+    except ImportError:
+        print("videotapestry: note: no EgoSchema submission writer", file=sys.stderr)
+        return
+    for variant in outcome.variants:
+        path = run_dir / f"egoschema_submission_{variant}.json"
+        write_egoschema_submission(outcome.of_variant(variant), path, variant=variant)
+        print(f"EgoSchema submission ({variant}): {path}")
+
+
+def _summary(outcome: RunOutcome, run_dir: Path, *, allow_degraded: bool) -> int:
+    """Accuracy per variant on stdout; the exit status of the run's records."""
+    for variant in outcome.variants:
+        records = outcome.of_variant(variant)
+        graded = [r for r in records if r.gold is not None and r.status != "skipped"]
+        right = sum(1 for r in graded if r.correct)
+        accuracy = f"{100 * right / len(graded):.1f}% ({right}/{len(graded)})" if graded else "-"
+        counts = {
+            "answered": sum(r.status == "answered" for r in records),
+            "failed": sum(r.status == "failed" for r in records),
+            "skipped": sum(r.status == "skipped" for r in records),
+            "fallback": sum(r.fallback for r in records),
+            "degraded": sum(bool(r.degraded) for r in records if r.status == "answered"),
+        }
+        detail = ", ".join(f"{k} {v}" for k, v in counts.items())
+        print(f"{variant:<20} accuracy {accuracy:<18} {detail}")
+    print(f"results: {run_dir / 'results.jsonl'}; traces: {run_dir / 'traces'}")
+    if outcome.torn_lines:
+        print("(the torn last line of an interrupted run was dropped)", file=sys.stderr)
+    if outcome.stopped:
+        print(f"videotapestry: error: the run stopped early: {outcome.stopped}", file=sys.stderr)
+        return EXIT_ERROR
+    if outcome.failed or outcome.skipped:
+        shown = outcome.failed[:3]
+        for record in shown:
+            print(
+                f"  failed {record.variant} {record.question_id}: {record.error}", file=sys.stderr
+            )
+        print(
+            f"videotapestry: {len(outcome.failed)} question(s) failed, "
+            f"{len(outcome.skipped)} skipped; rerun the same command to retry them",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    if outcome.degraded and not allow_degraded:
+        print(
+            f"videotapestry: {len(outcome.degraded)} answer(s) lost part of the method (see "
+            f"the report); exiting with status {EXIT_DEGRADED}, --allow-degraded accepts them",
+            file=sys.stderr,
+        )
+        return EXIT_DEGRADED
+    return 0

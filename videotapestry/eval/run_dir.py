@@ -1,0 +1,303 @@
+"""A run directory's identity and its append-only results file (the writing side).
+
+A run directory is only resumable if every record in it was produced by the same method:
+the same settings that decide answers and the same prompt texts. ``run.json`` stores them
+with a hash; a rerun compares and names what differs instead of silently mixing two
+methods in one table. Settings that only change how a run goes (timeouts, retries, calls in
+flight, the response cache) are left out of the identity, so a rerun may raise a timeout.
+
+Records are appended with one ``write`` per line, then ``fsync``, under a lock: a kill can
+only cut the last line, which the reader (``results.py``) skips and ``mend_torn_tail``
+removes before the next append. The reading side lives in ``results.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from videotapestry.config import MODEL_ROLES, Config
+from videotapestry.errors import VideoTapestryError
+from videotapestry.eval.records import ResultRecord
+from videotapestry.eval.results import (
+    RESULTS_FILE,
+    RUN_FILE,
+    RUN_FORMAT,
+    TRACES_DIR,
+    RunDirectoryError,
+    RunInfo,
+    mend_torn_tail,
+    read_run_info,
+)
+from videotapestry.prompts import TEMPLATE_SUFFIX, PromptRegistry, short_hash
+
+#: Dotted config keys (fnmatch patterns, after ``identity_items`` flattens the config) that
+#: change how a run goes but never what it answers. ``variant`` is per-variant (the run's
+#: variants are listed on their own); the prompt directory is covered by the prompt hashes.
+OPERATIONAL_KEYS = (
+    "variant",
+    "cache.*",
+    "models.max_concurrency_per_endpoint",
+    "models.wait_report_s",
+    "models.*.timeout_s",
+    "models.*.max_retries",
+    "models.*.api_key_env",
+    "models.*.base_url",  # where a model is served, not which model answers
+    "prompts.override_dir",
+    "builder.concurrency",
+    "builder.cpu_workers",
+    "video.decode_threads",
+    "video.parallel_decoders",
+    "asr.cache_dir",
+    "asr.cpu_threads",
+)
+
+
+class RunMismatchError(VideoTapestryError):
+    """The run directory was made with another config, prompt set or benchmark."""
+
+
+# --------------------------------------------------------------------------- identity
+
+
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Leaves of nested mappings under dotted keys (lists are leaves)."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, f"{dotted}."))
+        else:
+            flat[dotted] = value
+    return flat
+
+
+def identity_items(config_json: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings that decide answers, as dotted keys.
+
+    Model settings are each role's *effective* ones (``models.default`` with the role's own
+    values on top), so moving a model name from the default to every role is no change.
+    """
+    data = copy.deepcopy(dict(config_json))
+    models = data.pop("models", None) or {}
+    default = models.get("default") or {}
+    roles = models.get("roles") or {}
+    data["models"] = {
+        role: {
+            **default,
+            **{k: v for k, v in (roles.get(role) or {}).items() if v is not None},
+        }
+        for role in sorted(set(MODEL_ROLES) | set(roles))
+    }
+    return {
+        key: value
+        for key, value in flatten(data).items()
+        if not any(fnmatchcase(key, pattern) for pattern in OPERATIONAL_KEYS)
+    }
+
+
+def config_hash(config_json: Mapping[str, Any]) -> str:
+    return short_hash(json.dumps(identity_items(config_json), sort_keys=True, default=str))
+
+
+def prompt_hashes(registry: PromptRegistry) -> dict[str, str]:
+    """Every template a run can render, by name: role prompts and the ``_`` partials they
+    include (an override of a partial changes the prompts that include it)."""
+    hashes = {name: short_hash(registry.source(name)) for name in registry.names()}
+    partials: dict[str, Path] = {}
+    for directory in (registry.base_dir, registry.override_dir):  # the override wins
+        if directory is not None:
+            partials.update({p.stem: p for p in directory.glob(f"_*{TEMPLATE_SUFFIX}")})
+    for name, path in sorted(partials.items()):
+        hashes[name] = short_hash(path.read_text(encoding="utf-8"))
+    return dict(sorted(hashes.items()))
+
+
+def models_by_role(config: Config) -> dict[str, str]:
+    return {role: config.models.settings_for(role).model for role in MODEL_ROLES}
+
+
+def new_run_info(
+    *,
+    benchmark: str,
+    annotations: str | Path,
+    variants: Sequence[str],
+    config: Config,
+    prompts: PromptRegistry,
+    command: Sequence[str] = (),
+) -> RunInfo:
+    config_json = config.model_dump(mode="json")
+    return RunInfo(
+        format=RUN_FORMAT,
+        benchmark=benchmark,
+        annotations=str(Path(annotations).expanduser().resolve()),
+        variants=list(variants),
+        config=config_json,
+        config_hash=config_hash(config_json),
+        prompt_hashes=prompt_hashes(prompts),
+        models=models_by_role(config),
+        created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        command=list(command),
+    )
+
+
+def identity_differences(stored: RunInfo, current: RunInfo) -> list[str]:
+    """What makes ``current`` another method than the one ``stored`` ran, one line each."""
+    lines = []
+    if stored.benchmark != current.benchmark:
+        lines.append(f"benchmark: {stored.benchmark!r} in the run, {current.benchmark!r} now")
+    if config_hash(stored.config) != config_hash(current.config):
+        before, after = identity_items(stored.config), identity_items(current.config)
+        changed: dict[tuple[str, str, str], list[str]] = {}
+        for key in sorted(set(before) | set(after)):
+            was, now = before.get(key, "<unset>"), after.get(key, "<unset>")
+            if was != now:
+                # One line for a model setting every role inherits from models.default.
+                section, _, rest = key.partition(".")
+                role, _, setting = rest.partition(".")
+                group = f"models.*.{setting}" if section == "models" and setting else key
+                changed.setdefault((group, repr(was), repr(now)), []).append(role)
+        for (group, was, now), roles in changed.items():
+            if group.startswith("models.*.") and len(roles) < len(MODEL_ROLES):
+                for role in roles:
+                    lines.append(f"config {group.replace('*', role)}: {was} in the run, {now} now")
+            else:
+                lines.append(f"config {group}: {was} in the run, {now} now")
+    for name in sorted(set(stored.prompt_hashes) | set(current.prompt_hashes)):
+        was = stored.prompt_hashes.get(name)
+        now = current.prompt_hashes.get(name)
+        if was != now:
+            lines.append(f"prompt {name}: {was or 'absent'} in the run, {now or 'absent'} now")
+    return lines
+
+
+# --------------------------------------------------------------------------- the directory
+
+
+def trace_name(question_id: str) -> str:
+    """A file name for a question id (ids come from benchmarks: any characters); ids that
+    need changing get a hash suffix so two of them never share a file."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", question_id).strip(".") or "q"
+    if safe != question_id:
+        safe = f"{safe[:80]}-{short_hash(question_id)[:8]}"
+    return f"{safe}.json"
+
+
+class ResultsWriter:
+    """Appends records to ``results.jsonl``: one ``write`` per line, then ``fsync``.
+
+    Safe to call from several threads (the runner persists off the event loop); the lock
+    keeps lines whole even if the kernel ever takes a line in two writes.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._lock = threading.Lock()
+
+    def append(self, record: ResultRecord) -> None:
+        data = memoryview((record.to_json_line() + "\n").encode("utf-8"))
+        with self._lock:
+            if self._fd is None:
+                raise RunDirectoryError(f"{self.path} is closed")
+            while data:
+                written = os.write(self._fd, data)
+                data = data[written:]
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+
+class RunDirectory:
+    """An opened run directory: its checked identity, its traces and its results writer."""
+
+    def __init__(self, path: Path, info: RunInfo, *, torn_bytes: int = 0) -> None:
+        self.path = path
+        self.info = info
+        #: Bytes of a torn last line (an interrupted write) cut off when the run was opened.
+        self.torn_bytes = torn_bytes
+        self.writer = ResultsWriter(path / RESULTS_FILE)
+
+    @classmethod
+    def open(cls, path: str | Path, info: RunInfo, *, force: bool = False) -> RunDirectory:
+        """Create the directory, or resume one made by the same method.
+
+        A directory made with another config, prompt set or benchmark is refused with the
+        differences named, unless ``force``: then its records are kept (finished questions
+        are not asked again) and ``run.json`` takes the new identity, the old one listed
+        under ``amended`` so reports can say the run mixes two methods.
+        """
+        path = Path(path).expanduser()
+        if path.exists() and not path.is_dir():
+            raise RunDirectoryError(f"--out {path} is a file, not a run directory")
+        if (path / RUN_FILE).exists():
+            stored = read_run_info(path)
+            differences = identity_differences(stored, info)
+            if differences and not force:
+                raise RunMismatchError(
+                    f"{path} was made by another method than this command's:\n  "
+                    + "\n  ".join(differences)
+                    + "\nuse another --out directory, or pass --force to continue it anyway "
+                    "(its finished records are kept)"
+                )
+            extra = stored.model_extra or {}
+            amended = list(extra.get("amended", []))
+            if differences:
+                amended.append(
+                    {
+                        "at": info.created,
+                        "config_hash": stored.config_hash,
+                        "prompt_hashes": stored.prompt_hashes,
+                        "differences": differences,
+                    }
+                )
+            variants = list(dict.fromkeys([*stored.variants, *info.variants]))
+            info = info.model_copy(
+                update={"variants": variants, "created": stored.created or info.created}
+            )
+            if amended:
+                info = RunInfo.model_validate({**info.model_dump(), "amended": amended})
+        elif path.is_dir() and any(p.name != TRACES_DIR for p in path.iterdir()):
+            if (path / RESULTS_FILE).exists():
+                raise RunDirectoryError(
+                    f"{path} has {RESULTS_FILE} but no {RUN_FILE}; it cannot be checked, so "
+                    "it cannot be resumed: choose a new --out directory"
+                )
+            raise RunDirectoryError(
+                f"--out {path} is not empty and is not a run directory; choose a new or empty one"
+            )
+        try:
+            (path / TRACES_DIR).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunDirectoryError(f"cannot create {path}: {exc.strerror or exc}") from None
+        _write_json_atomic(path / RUN_FILE, info.model_dump(mode="json"))
+        return cls(path, info, torn_bytes=mend_torn_tail(path))
+
+    def trace_relpath(self, variant: str, question_id: str) -> str:
+        return f"{TRACES_DIR}/{variant}/{trace_name(question_id)}"
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def _write_json_atomic(path: Path, payload: Any) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(payload, handle, ensure_ascii=False, indent=1)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,578 @@
+"""Answering benchmark questions into a run directory: bounded concurrency, resume, early
+stop and variant sweeps.
+
+Why it is built this way:
+
+- **One line per finished question, the moment it finishes.** Benchmarks run for hours and
+  get killed; a question is written (trace first, then its record) as soon as its answer
+  exists, so a kill loses only the questions in flight and a rerun of the same command asks
+  only what has no finished record.
+- **Resume rules.** Answered records are final. Skipped records (never run because the run
+  stopped) are asked again. Failed records are asked again too, since most failures are
+  transient (timeouts, a server restart) or were fixed between runs (a memory built, a
+  video downloaded); a failure that happens before any model call (a missing video or
+  memory, a malformed question) costs nothing to retry and gets a new line only when its
+  outcome changes. ``retry_failed=False`` (``--keep-failed``) keeps every failed record.
+- **Stopping early.** A non-recoverable model error (a refused key, an unknown model, an
+  unreachable server: ``ModelCallError.recoverable is False``) would repeat for every
+  question, and so would a failure that the first questions of a variant all share (same
+  error type and message): either stops the run, so a wrong model name costs one request
+  instead of a table of failures. Questions not yet started are recorded as skipped with
+  the reason; questions in flight finish and are recorded.
+- **Variant sweeps share everything loaded.** Each variant has its own ``VideoTapestry``
+  made by ``for_variant`` (one model service, one embedder, one Whisper, each memory loaded
+  once). ``refined_super_only`` and ``refined_paths_only`` are not explorations of their
+  own: they reassemble the ``full`` run's exploration of the same question
+  (``areanswer``, paper Appendix C), one Answer call each, in the same concurrency slot as
+  that full run (so its ``Result`` is not held longer than one question), or from its saved
+  trace when the full record is already in the run.
+- **Missing memories.** ``--memories DIR/<video stem>/`` is what ``build-memory --videos``
+  writes. A missing one is a per-question failure, or with ``build_missing`` it is built
+  once per video (questions of that video wait for the one build; builds run one at a time,
+  each with the builder's own concurrency, and hold no question slot).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from videotapestry.errors import ConfigError, ModelCallError, VideoTapestryError
+from videotapestry.eval.questions import EvalQuestion
+from videotapestry.eval.records import RecordUsage, ResultRecord
+from videotapestry.eval.results import Key, latest, read_records
+from videotapestry.eval.run_dir import RunDirectory
+from videotapestry.memory import is_memdreamer_memory, is_native_memory
+from videotapestry.result import Result, load_exploration
+
+if TYPE_CHECKING:
+    from videotapestry.api import VideoTapestry
+
+#: Variants built from the full variant's exploration (one Answer call each).
+REASSEMBLED = ("refined_super_only", "refined_paths_only")
+BUILDER_ROLES = ("builder_clip", "builder_event", "builder_summary")
+ERRORS_LOG = "errors.log"
+
+
+class MissingVideoError(VideoTapestryError):
+    """A question's video file is not under ``--videos``."""
+
+
+class MissingMemoryError(VideoTapestryError):
+    """A question's memory directory is not under ``--memories`` (and is not to be built)."""
+
+
+class MemoryBuildError(VideoTapestryError):
+    """Building a missing memory failed; every question of that video records it."""
+
+
+class RunStoppedError(VideoTapestryError):
+    """The error type of skipped records: the run stopped before they started."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Where a question's files are: ``videos/q.video``, ``memories/<video stem>/``, and its
+    subtitles under ``subtitles`` (else next to the annotations)."""
+
+    videos: Path
+    memories: Path
+    subtitles: Path | None = None
+    annotations_dir: Path | None = None
+
+    def video(self, question: EvalQuestion) -> Path:
+        return self.videos / question.video
+
+    def memory(self, question: EvalQuestion) -> Path:
+        return self.memories / Path(question.video).stem
+
+    def subtitle_file(self, question: EvalQuestion) -> Path | None:
+        if not question.subtitles:
+            return None
+        base = self.subtitles or self.annotations_dir
+        return base / question.subtitles if base is not None else Path(question.subtitles)
+
+
+@dataclass(frozen=True)
+class RunnerOptions:
+    variants: tuple[str, ...] = ("full",)
+    concurrency: int = 4
+    build_missing: bool = False
+    #: Ask failed questions again on a rerun (see the module docstring).
+    retry_failed: bool = True
+    #: Stop when the first this many finished questions of a variant all failed the same
+    #: way; 0 never stops for that.
+    stop_after_same_failures: int = 3
+
+
+@dataclass
+class RunOutcome:
+    """The run's latest record of every selected (variant, question), and how it went."""
+
+    records: dict[Key, ResultRecord]
+    variants: tuple[str, ...]
+    #: Records written by this invocation (questions asked, failed or skipped now).
+    written: int = 0
+    #: Finished records found in the run directory and kept.
+    reused: int = 0
+    #: Why the run stopped early (None when every question was attempted).
+    stopped: str | None = None
+    torn_lines: int = 0
+
+    def of_variant(self, variant: str) -> list[ResultRecord]:
+        return [r for (v, _), r in self.records.items() if v == variant]
+
+    @property
+    def failed(self) -> list[ResultRecord]:
+        return [r for r in self.records.values() if r.status == "failed"]
+
+    @property
+    def skipped(self) -> list[ResultRecord]:
+        return [r for r in self.records.values() if r.status == "skipped"]
+
+    @property
+    def degraded(self) -> list[ResultRecord]:
+        return [r for r in self.records.values() if r.status == "answered" and r.degraded]
+
+
+@dataclass
+class _Plan:
+    """The (variant, question) pairs still to answer, grouped by concurrency slot."""
+
+    groups: list[tuple[EvalQuestion, tuple[str, ...]]] = field(default_factory=list)
+    reused: int = 0
+
+    @property
+    def units(self) -> int:
+        return sum(len(variants) for _, variants in self.groups)
+
+
+@dataclass
+class _Prepared:
+    video: Path
+    memory: Path
+    subtitles: Path | None
+
+
+def check_variants(variants: Sequence[str]) -> tuple[str, ...]:
+    """The variants in order, once each; reassembly variants need ``full`` in the same run."""
+    from videotapestry.config import Variant
+
+    known = Variant.__args__  # type: ignore[attr-defined]
+    chosen = tuple(dict.fromkeys(v.strip() for v in variants if v.strip()))
+    unknown = [v for v in chosen if v not in known]
+    if unknown:
+        raise ConfigError(f"unknown variant {unknown[0]!r}; choose from {', '.join(known)}")
+    if not chosen:
+        raise ConfigError("no variant given")
+    reassembled = [v for v in chosen if v in REASSEMBLED]
+    if reassembled and "full" not in chosen:
+        raise ConfigError(
+            f"{', '.join(reassembled)} reassemble the full method's exploration of each question "
+            "(only the Answer agent runs); add full to --variant, e.g. --variant "
+            f"full,{','.join(reassembled)}"
+        )
+    return chosen
+
+
+class EvalRunner:
+    """Answers questions into one run directory with one ``VideoTapestry`` per variant."""
+
+    def __init__(
+        self,
+        vt: VideoTapestry,
+        run: RunDirectory,
+        inputs: Inputs,
+        options: RunnerOptions,
+        *,
+        on_record: Callable[[ResultRecord], None] | None = None,
+        on_plan: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.base = vt
+        self.run_dir = run
+        self.inputs = inputs
+        self.options = options
+        self.variants = check_variants(options.variants)
+        #: Called with each record written, and once with (records to write, kept).
+        self.on_record = on_record
+        self.on_plan = on_plan
+        self._vts = {
+            v: vt if v == vt.config.variant else vt.for_variant(v)
+            for v in self.variants
+            if v not in REASSEMBLED
+        }
+        self._latest: dict[Key, ResultRecord] = {}
+        self._stop: str | None = None
+        self._first: dict[str, list[tuple[str, str] | None]] = {}
+        self._builds: dict[Path, asyncio.Task] = {}
+        self._build_slot: asyncio.Semaphore | None = None
+        self._loads: dict[Path, asyncio.Future] = {}
+        self._pending: Counter[Path] = Counter()
+        self._written = 0
+
+    # -- planning --------------------------------------------------------------------------
+
+    def plan(self, questions: Sequence[EvalQuestion]) -> _Plan:
+        """What a run of ``questions`` would ask, given the records already in the run."""
+        counts = Counter(q.id for q in questions)
+        repeated = sorted(qid for qid, n in counts.items() if n > 1)
+        if repeated:
+            raise ConfigError(
+                f"question ids must be unique, but {len(repeated)} repeat (e.g. {repeated[0]!r})"
+            )
+        plan = _Plan()
+        for question in questions:
+            todo = [v for v in self.variants if self._needs_run(v, question.id)]
+            plan.reused += len(self.variants) - len(todo)
+            for group in self._groups(todo):
+                plan.groups.append((question, group))
+        return plan
+
+    def _needs_run(self, variant: str, question_id: str) -> bool:
+        record = self._latest.get((variant, question_id))
+        if record is None or record.status == "skipped":
+            return True
+        return record.status == "failed" and self.options.retry_failed
+
+    @staticmethod
+    def _groups(todo: Sequence[str]) -> list[tuple[str, ...]]:
+        """One slot for the full run with its reassemblies, one for each other variant."""
+        full = tuple(v for v in todo if v == "full" or v in REASSEMBLED)
+        others = [(v,) for v in todo if v != "full" and v not in REASSEMBLED]
+        return ([full] if full else []) + others
+
+    # -- running ---------------------------------------------------------------------------
+
+    async def run(self, questions: Sequence[EvalQuestion]) -> RunOutcome:
+        read = read_records(self.run_dir.path)
+        self._latest = latest(read.records)
+        plan = self.plan(questions)
+        if self.on_plan is not None:
+            self.on_plan(plan.units, plan.reused)
+        if plan.units:
+            self.base.service.check_credentials(self._roles(plan))
+        self._pending = Counter(self.inputs.memory(q) for q, _ in plan.groups)
+        slots = asyncio.Semaphore(max(1, self.options.concurrency))
+        self._build_slot = asyncio.Semaphore(1)
+        await asyncio.gather(*(self._group(q, group, slots) for q, group in plan.groups))
+        keys = [(v, q.id) for q in questions for v in self.variants]
+        return RunOutcome(
+            records={key: self._latest[key] for key in keys if key in self._latest},
+            variants=self.variants,
+            written=self._written,
+            reused=plan.reused,
+            stopped=self._stop,
+            torn_lines=read.torn_lines + int(self.run_dir.torn_bytes > 0),
+        )
+
+    def _roles(self, plan: _Plan) -> tuple[str, ...]:
+        from videotapestry.api import METHOD_ROLES
+
+        variants = {v for _, group in plan.groups for v in group}
+        roles: set[str] = set()
+        for variant in variants:
+            if variant == "direct":
+                roles.add("direct")
+            elif variant in REASSEMBLED:
+                roles.add("answer")
+            else:
+                roles.update(METHOD_ROLES)
+        if self.options.build_missing and any(
+            not _has_memory(self.inputs.memory(q)) for q, _ in plan.groups
+        ):
+            roles.update(BUILDER_ROLES)
+        return tuple(sorted(roles))
+
+    async def _group(
+        self, question: EvalQuestion, variants: tuple[str, ...], slots: asyncio.Semaphore
+    ) -> None:
+        memory = self.inputs.memory(question)
+        try:
+            try:
+                prepared = await self._prepare(question)
+            except RunStoppedError:
+                for variant in variants:
+                    await self._skip(question, variant)
+                return
+            except Exception as exc:
+                for variant in variants:
+                    await self._fail(question, variant, exc, 0.0)
+                return
+            async with slots:
+                if self._stop is not None:
+                    for variant in variants:
+                        await self._skip(question, variant)
+                    return
+                if variants[0] in ("full", *REASSEMBLED):
+                    await self._full_group(question, variants, prepared)
+                else:
+                    await self._ask(question, variants[0], prepared)
+        finally:
+            self._pending[memory] -= 1
+            if self._pending[memory] == 0:
+                # The video's last question is done: its memory need not stay loaded.
+                self._loads.pop(memory, None)
+                self.base.release_memory(memory)
+
+    async def _full_group(
+        self, question: EvalQuestion, variants: tuple[str, ...], prepared: _Prepared
+    ) -> None:
+        source: Result | Path | None = None
+        failure: ResultRecord | None = None
+        if "full" in variants:
+            source = await self._ask(question, "full", prepared)
+            if source is None:
+                failure = self._latest.get(("full", question.id))
+        else:
+            record = self._latest.get(("full", question.id))
+            if record is not None and record.status == "answered" and record.trace:
+                source = self.run_dir.path / record.trace
+            else:
+                failure = record
+        reassembled = [v for v in variants if v in REASSEMBLED]
+        if source is None:
+            for variant in reassembled:
+                await self._inherit_failure(question, variant, failure)
+            return
+        await asyncio.gather(
+            *(self._reassemble(question, variant, source, prepared) for variant in reassembled)
+        )
+
+    async def _ask(
+        self, question: EvalQuestion, variant: str, prepared: _Prepared
+    ) -> Result | None:
+        vt = self._vts[variant]
+        started = time.perf_counter()
+        try:
+            await self._load(prepared)
+            result = await vt.aanswer(
+                prepared.video,
+                prepared.memory,
+                question.question,
+                question.options,
+                question_id=question.id,
+                subtitle_path=prepared.subtitles,
+                subtitle_offset_s=question.subtitle_offset_s,
+                keep_images=False,
+            )
+        except Exception as exc:  # one question's failure never loses the others
+            await self._fail(question, variant, exc, time.perf_counter() - started)
+            return None
+        await self._answered(question, variant, result)
+        return result
+
+    async def _reassemble(
+        self, question: EvalQuestion, variant: str, source: Result | Path, prepared: _Prepared
+    ) -> None:
+        started = time.perf_counter()
+        try:
+            await self._load(prepared)
+            exploration = (
+                await asyncio.to_thread(load_exploration, source)
+                if isinstance(source, Path)
+                else source
+            )
+            result = await self.base.areanswer(exploration, variant, memory=prepared.memory)
+        except Exception as exc:
+            await self._fail(question, variant, exc, time.perf_counter() - started)
+            return
+        await self._answered(question, variant, result, reassembled_from="full")
+
+    async def _load(self, prepared: _Prepared) -> None:
+        """Load (parse, embed, pack) a memory off the event loop, once for all variants and
+        questions of its video; ``aanswer`` then finds it loaded instead of blocking every
+        question in flight while it loads."""
+        future = self._loads.get(prepared.memory)
+        if future is None:
+            future = self._loads[prepared.memory] = asyncio.ensure_future(
+                asyncio.to_thread(_load_memory, self.base, prepared)
+            )
+        await asyncio.shield(future)
+
+    async def _prepare(self, question: EvalQuestion) -> _Prepared:
+        video = self.inputs.video(question)
+        if not video.is_file():
+            raise MissingVideoError(f"video {video} does not exist (question {question.id})")
+        memory = self.inputs.memory(question)
+        subtitles = self.inputs.subtitle_file(question)
+        if not _has_memory(memory):
+            if not self.options.build_missing:
+                raise MissingMemoryError(
+                    f"no memory for video {question.video} at {memory}; build it with "
+                    f"`videotapestry build-memory {video} {memory}` or pass --build-missing"
+                )
+            await self._build(video, memory, subtitles)
+        if self.base.config.asr.source != "subtitles":
+            # A question's subtitles replace the memory's stored transcript and Whisper only
+            # when the config says so (asr.source=subtitles, which --subtitles sets).
+            subtitles = None
+        return _Prepared(video, memory, subtitles)
+
+    async def _build(self, video: Path, memory: Path, subtitles: Path | None) -> None:
+        """Build ``memory`` once; every question of the video awaits the same build."""
+        task = self._builds.get(memory)
+        if task is None:
+            task = self._builds[memory] = asyncio.ensure_future(
+                self._build_once(video, memory, subtitles)
+            )
+        await asyncio.shield(task)
+
+    async def _build_once(self, video: Path, memory: Path, subtitles: Path | None) -> None:
+        from memory_builders.report import BuildStoppedError
+
+        assert self._build_slot is not None
+        async with self._build_slot:
+            if self._stop is not None:
+                raise RunStoppedError(f"not built: {self._stop}")
+            try:
+                await self.base.abuild_memory(
+                    video, memory, subtitles if subtitles and subtitles.is_file() else None
+                )
+            except BuildStoppedError as exc:
+                self._halt(f"building the memory of {video} stopped: {exc}")
+                raise MemoryBuildError(f"building the memory of {video} stopped: {exc}") from None
+            except VideoTapestryError as exc:
+                raise MemoryBuildError(f"could not build the memory of {video}: {exc}") from None
+
+    # -- records ---------------------------------------------------------------------------
+
+    async def _answered(
+        self,
+        question: EvalQuestion,
+        variant: str,
+        result: Result,
+        *,
+        reassembled_from: str | None = None,
+    ) -> None:
+        trace = self.run_dir.trace_relpath(variant, question.id)
+        record = ResultRecord.for_question(
+            question,
+            variant,
+            status="answered",
+            prediction=result.answer,
+            answer_source=result.answer_source,
+            fallback=result.answer_source == "fallback",
+            degraded=list(dict.fromkeys(d.kind for d in result.degraded)),
+            usage=RecordUsage.model_validate(result.usage.to_dict()),
+            elapsed_s=round(result.elapsed_s, 3),
+            memory_tokens=result.memory_tokens,
+            trace=trace,
+            reassembled_from=reassembled_from,
+        )
+        await self._write(record, result)
+        self._count_first(variant, None)
+
+    async def _fail(
+        self, question: EvalQuestion, variant: str, exc: BaseException, elapsed: float
+    ) -> None:
+        ours = isinstance(exc, VideoTapestryError)
+        message = str(exc) if ours else f"{type(exc).__name__}: {exc}"
+        record = ResultRecord.for_question(
+            question,
+            variant,
+            status="failed",
+            error=message,
+            error_type=type(exc).__name__,
+            elapsed_s=round(elapsed, 3),
+        )
+        if not ours:  # a bug of ours or a library's: keep the traceback for the report
+            await asyncio.to_thread(self._log_error, question, variant, exc)
+        if isinstance(exc, ModelCallError) and not exc.recoverable:
+            self._halt(f"{type(exc).__name__}: {message}")
+        await self._write(record)
+        if not isinstance(exc, RunStoppedError):
+            self._count_first(variant, (record.error_type or "", message))
+
+    async def _inherit_failure(
+        self, question: EvalQuestion, variant: str, full: ResultRecord | None
+    ) -> None:
+        """A reassembly whose full run has no exploration fails the way the full run did,
+        so it is retried exactly when the full run is."""
+        error = full.error if full is not None else "the full run of this question is missing"
+        record = ResultRecord.for_question(
+            question,
+            variant,
+            status="failed",
+            error=f"no exploration to reassemble: {error}",
+            error_type=full.error_type if full is not None else "MissingExploration",
+            reassembled_from="full",
+        )
+        await self._write(record)
+
+    async def _skip(self, question: EvalQuestion, variant: str) -> None:
+        record = ResultRecord.for_question(
+            question,
+            variant,
+            status="skipped",
+            error=f"not run: {self._stop}",
+            error_type=RunStoppedError.__name__,
+        )
+        await self._write(record)
+
+    async def _write(self, record: ResultRecord, result: Result | None = None) -> None:
+        if self._unchanged_failure(record):
+            return
+        await asyncio.to_thread(self._persist, record, result)
+        self._latest[record.key] = record
+        self._written += 1
+        if self.on_record is not None:
+            self.on_record(record)
+
+    def _unchanged_failure(self, record: ResultRecord) -> bool:
+        """A retried failure that cost nothing and failed the same way adds no line."""
+        old = self._latest.get(record.key)
+        return (
+            old is not None
+            and record.status == "failed"
+            and old.status == "failed"
+            and record.usage.calls == 0
+            and (old.error_type, old.error) == (record.error_type, record.error)
+        )
+
+    def _persist(self, record: ResultRecord, result: Result | None) -> None:
+        """The trace first, then the line: a record never points at a trace not on disk."""
+        if result is not None and record.trace:
+            result.save_trace(self.run_dir.path / record.trace)
+        self.run_dir.writer.append(record)
+
+    def _log_error(self, question: EvalQuestion, variant: str, exc: BaseException) -> None:
+        lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        with open(self.run_dir.path / ERRORS_LOG, "a", encoding="utf-8") as handle:
+            handle.write(f"== {stamp} {variant} {question.id}\n{''.join(lines)}\n")
+
+    # -- stopping --------------------------------------------------------------------------
+
+    def _halt(self, reason: str) -> None:
+        if self._stop is None:
+            self._stop = reason
+
+    def _count_first(self, variant: str, failure: tuple[str, str] | None) -> None:
+        """Watch the first finished questions of each variant for one shared failure."""
+        k = self.options.stop_after_same_failures
+        first = self._first.setdefault(variant, [])
+        if k <= 0 or len(first) >= k:
+            return
+        first.append(failure)
+        if len(first) == k and first[0] is not None and all(f == first[0] for f in first):
+            error_type, message = first[0]
+            self._halt(
+                f"the first {k} questions of variant {variant} all failed with the same error, "
+                f"which would repeat for every question: {error_type}: {message}"
+            )
+
+
+def _load_memory(vt: VideoTapestry, prepared: _Prepared) -> None:
+    from videotapestry.video import fingerprint
+
+    vt.load_memory(prepared.memory, video_fingerprint=fingerprint(prepared.video))
+
+
+def _has_memory(path: Path) -> bool:
+    return is_native_memory(path) or is_memdreamer_memory(path)
