@@ -15,9 +15,9 @@
 #   opencv-python is reinstalled (same version, no deps) so cv2 is one whole build again.
 # - torchvision: lmms-eval requires it, and pip takes PyPI's build, which is compiled for
 #   CUDA torch and fails to import next to a CPU torch; transformers imports torchvision
-#   whenever it is installed, so a broken one breaks sentence-transformers too. It is
-#   removed when it does not import (nothing lmms-eval's evaluator or video tasks run
-#   needs it). A TORCH_INDEX with a matching torchvision keeps it.
+#   whenever it is installed, so a broken one stops lmms-eval's evaluator from starting.
+#   It is removed when it does not import (neither the evaluator nor the video tasks use
+#   it). A TORCH_INDEX with a matching torchvision keeps it.
 
 PYTHON ?= python3
 VENV ?= .venv
