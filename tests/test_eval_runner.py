@@ -169,6 +169,20 @@ def test_a_killed_run_resumes_without_asking_a_finished_question_again(
     assert all(
         row["usage"]["calls"] == 1 and row["reassembled_from"] == "full" for row in reassembled
     )
+    # The report written at the end of the rerun counts what results.jsonl holds.
+    report = json.loads((run / "report.json").read_text())
+    for variant in ("full", "refined_super_only"):
+        mine = [row for row in rows if row["variant"] == variant]
+        numbers = report["variants"][variant]
+        right = sum(row["prediction"] == row["gold"] for row in mine)
+        assert numbers["accuracy"] == {
+            "correct": right,
+            "total": len(mine),
+            "accuracy": right / len(mine),
+        }
+        calls = sum(row["usage"]["calls"] for row in mine) / len(mine)
+        assert numbers["usage"]["calls"] == pytest.approx(calls)
+    assert (run / "report.md").is_file()
 
 
 # --------------------------------------------------------------------------- (b) early stop
@@ -333,6 +347,9 @@ def test_a_run_made_with_another_config_is_refused_without_force(
     questions = annotations(tmp_path / "q.jsonl", 3)
     run = tmp_path / "run"
     assert main(eval_args(data, questions, run, server, "--limit", "2")) == 0
+    header = read_run_info(run)
+    assert header.command[:4] == ["videotapestry", "eval", "--benchmark", "jsonl"]
+    assert header.prompt_hashes["final_answer"] and header.models["answer"] == "gpt-5.5"
     before = (run / "results.jsonl").read_bytes()
     server.reset()
     server.on(None, ScriptedModel())
@@ -383,6 +400,24 @@ def test_identity_names_prompt_and_model_changes(data: Path) -> None:
     (override / "_no_steering.jinja").write_text("Different partial text.\n")
     [line] = identity_differences(base, info(prompts=PromptRegistry(override)))
     assert line.startswith("prompt _no_steering: ")
+
+
+def test_no_video_answers_from_the_memories_and_is_part_of_the_identity(
+    data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.on(None, ScriptedModel())
+    questions = annotations(tmp_path / "q.jsonl", 2)
+    run = tmp_path / "run"
+    args = eval_args(data, questions, run, server, "--no-video")
+    args[args.index("--videos") + 1] = str(tmp_path / "absent")  # not needed, not read
+    assert main(args) == 0
+    assert server.requests and not server.requests_for("observation")
+    assert all(row["correct"] for row in lines(run))  # the titles are in the memories
+    assert read_run_info(run).model_extra["no_video"] is True
+    capsys.readouterr()
+    with_video = eval_args(data, questions, run, server)
+    assert main(with_video) == 2
+    assert "no_video: True in the run, False now" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- (f) --list

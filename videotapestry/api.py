@@ -14,6 +14,7 @@ key); whatever makes a run differ from the method is recorded on its result
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -85,6 +86,8 @@ class _Loaded:
 
     memories: dict[tuple[str, str | None], LoadedMemory] = field(default_factory=dict)
     whisper: TranscriptSource | None = None  # one model load for all questions
+    #: Questions build their contexts on worker threads; one memory is loaded once.
+    lock: threading.RLock = field(default_factory=threading.RLock)
 
 
 @dataclass(frozen=True)
@@ -140,25 +143,27 @@ class VideoTapestry:
             key = (f"object:{id(memory)}", video_fingerprint)
         else:
             key = (str(Path(memory).resolve()), video_fingerprint)
-        loaded = self._loaded.memories.get(key)
-        if loaded is None:
-            raw = (
-                memory
-                if isinstance(memory, VideoMemory)
-                else open_memory(memory, expected_fingerprint=video_fingerprint)
-            )
-            embedded = ensure_embeddings(raw, self.embedder)
-            evidence = pack_memory_evidence(embedded, self.config.pace_mem)
-            loaded = LoadedMemory(embedded, MemoryLocator(embedded, self.embedder), evidence)
-            self._loaded.memories[key] = loaded
-        return loaded
+        with self._loaded.lock:
+            loaded = self._loaded.memories.get(key)
+            if loaded is None:
+                raw = (
+                    memory
+                    if isinstance(memory, VideoMemory)
+                    else open_memory(memory, expected_fingerprint=video_fingerprint)
+                )
+                embedded = ensure_embeddings(raw, self.embedder)
+                evidence = pack_memory_evidence(embedded, self.config.pace_mem)
+                loaded = LoadedMemory(embedded, MemoryLocator(embedded, self.embedder), evidence)
+                self._loaded.memories[key] = loaded
+            return loaded
 
     def release_memory(self, memory: str | Path) -> None:
         """Forget a loaded memory (under every video fingerprint), so a run over hundreds of
         videos keeps only the memories of the questions in flight."""
         path = str(Path(memory).resolve())
-        for key in [key for key in self._loaded.memories if key[0] == path]:
-            del self._loaded.memories[key]
+        with self._loaded.lock:
+            for key in [key for key in self._loaded.memories if key[0] == path]:
+                del self._loaded.memories[key]
 
     def build_graph(self, *, checkpointer: Any = None, **compile_options: Any) -> Any:
         """The compiled LangGraph graph for this config's variant (stream, draw, checkpoint)."""
@@ -220,7 +225,11 @@ class VideoTapestry:
             subtitle_path=str(subtitle_path) if subtitle_path else None,
             subtitle_offset_s=subtitle_offset_s,
         )
-        ctx = self._context(video, memory, item, no_video=no_video, progress=progress)
+        # Opening the video (probe, decoders) and loading the memory are CPU and file work:
+        # off the event loop, so concurrent questions keep their model calls going.
+        ctx = await asyncio.to_thread(
+            self._context, video, memory, item, no_video=no_video, progress=progress
+        )
         try:
             graph = self.build_graph(checkpointer=checkpointer)
             run_config = {"configurable": {"thread_id": thread_id or qid}}
@@ -536,9 +545,10 @@ class VideoTapestry:
             return source, None
         if not reader.info.has_audio:
             return None, None
-        if self._loaded.whisper is None:
-            self._loaded.whisper = make_transcript_source(self.config.asr)
-        return self._loaded.whisper, None
+        with self._loaded.lock:
+            if self._loaded.whisper is None:
+                self._loaded.whisper = make_transcript_source(self.config.asr)
+            return self._loaded.whisper, None
 
     def _result(
         self,

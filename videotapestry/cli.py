@@ -212,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what run.json records
     try:
         if args.command == "prompts" and args.prompts_command == "list":
             return _prompts_list(args)

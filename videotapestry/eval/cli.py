@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 EXIT_FAILED = 1
 EXIT_ERROR = 2
 EXIT_DEGRADED = 3
+EXIT_INTERRUPTED = 130
 
 VARIANT_HELP = (
     "comma-separated variants to run (repeatable): full, wo_visual, wo_asr, append_only, "
@@ -85,6 +86,12 @@ def add_parser(commands: argparse._SubParsersAction, add_config: Callable) -> No
         "subtitle files are looked up next to the annotations and used only when the "
         "config says asr.source=subtitles)",
     )
+    parser.add_argument(
+        "--no-video",
+        action="store_true",
+        help="answer from the memories alone (no frame or speech observation; --videos is "
+        "then not needed). Part of the run's identity",
+    )
     parser.add_argument("--out", metavar="RUN", help="the run directory (new, or one to resume)")
     parser.add_argument(
         "--variant", action="append", default=[], metavar="V,...", help=VARIANT_HELP
@@ -134,14 +141,25 @@ def run(args: argparse.Namespace) -> int:
         for question in questions:
             print(question.to_json_line())
         return 0
-    missing = [flag for flag in ("videos", "memories", "out") if not getattr(args, flag)]
+    needed = ("memories", "out") if args.no_video else ("videos", "memories", "out")
+    missing = [flag for flag in needed if not getattr(args, flag)]
     if missing:
         raise ConfigError(
             "eval needs " + ", ".join(f"--{flag}" for flag in missing) + " (or --list)"
         )
+    if args.no_video and args.build_missing:
+        raise ConfigError("--build-missing builds memories from the videos; not with --no-video")
     if args.concurrency < 1:
         raise ConfigError(f"--concurrency must be at least 1, got {args.concurrency}")
-    return asyncio.run(_evaluate(args, questions))
+    try:
+        return asyncio.run(_evaluate(args, questions))
+    except KeyboardInterrupt:
+        print(
+            "\nvideotapestry: interrupted; every finished question is saved, run the same "
+            "command again to resume",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
 
 
 def _questions(args: argparse.Namespace) -> list[EvalQuestion]:
@@ -202,11 +220,12 @@ async def _evaluate(args: argparse.Namespace, questions: list[EvalQuestion]) -> 
         variants=variants,
         config=vt.config,
         prompts=vt.prompts,
-        command=["videotapestry", *sys.argv[1:]],
+        command=["videotapestry", *getattr(args, "argv", sys.argv[1:])],
+        no_video=args.no_video,
     )
     run_dir = RunDirectory.open(args.out, info, force=args.force)
     inputs = Inputs(
-        videos=Path(args.videos).expanduser(),
+        videos=None if args.no_video else Path(args.videos).expanduser(),
         memories=Path(args.memories).expanduser(),
         subtitles=Path(args.subtitles).expanduser() if args.subtitles else None,
         annotations_dir=annotations if annotations.is_dir() else annotations.parent,
@@ -267,25 +286,14 @@ class _Progress:
 
 
 def _write_outputs(run_dir: Path, benchmark: str, outcome: RunOutcome) -> None:
-    """The report (``write_report``) and, for EgoSchema, the server's submission file per
-    variant (``{q_uid: option index}``).
+    """The report and, for EgoSchema, the server's submission file per variant
+    (``{q_uid: option index}``, the only way to score its hidden answers)."""
+    from videotapestry.eval.datasets.egoschema import write_egoschema_submission
+    from videotapestry.eval.report import write_report
 
-    Both live in modules written alongside this one; while one is absent the run's records
-    are complete and ``videotapestry eval-report RUN`` can write the report later.
-    """
-    try:
-        from videotapestry.eval.report import write_report
-    except ImportError:
-        print("videotapestry: note: no report module; no report written", file=sys.stderr)
-    else:
-        write_report(run_dir)
-        print(f"report: {run_dir / 'report.md'}")
+    write_report(run_dir)
+    print(f"report: {run_dir / 'report.md'}")
     if benchmark != "egoschema":
-        return
-    try:
-        from videotapestry.eval.datasets.egoschema import write_egoschema_submission
-    except ImportError:
-        print("videotapestry: note: no EgoSchema submission writer", file=sys.stderr)
         return
     for variant in outcome.variants:
         path = run_dir / f"egoschema_submission_{variant}.json"

@@ -134,7 +134,10 @@ def new_run_info(
     config: Config,
     prompts: PromptRegistry,
     command: Sequence[str] = (),
+    no_video: bool = False,
 ) -> RunInfo:
+    """The header of a run; ``no_video`` (answers from the memories alone, no observation)
+    is part of its identity like the config."""
     config_json = config.model_dump(mode="json")
     return RunInfo(
         format=RUN_FORMAT,
@@ -147,6 +150,7 @@ def new_run_info(
         models=models_by_role(config),
         created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         command=list(command),
+        no_video=no_video,
     )
 
 
@@ -155,6 +159,9 @@ def identity_differences(stored: RunInfo, current: RunInfo) -> list[str]:
     lines = []
     if stored.benchmark != current.benchmark:
         lines.append(f"benchmark: {stored.benchmark!r} in the run, {current.benchmark!r} now")
+    was_blind, now_blind = _no_video(stored), _no_video(current)
+    if was_blind != now_blind:
+        lines.append(f"no_video: {was_blind} in the run, {now_blind} now")
     if config_hash(stored.config) != config_hash(current.config):
         before, after = identity_items(stored.config), identity_items(current.config)
         changed: dict[tuple[str, str, str], list[str]] = {}
@@ -178,6 +185,10 @@ def identity_differences(stored: RunInfo, current: RunInfo) -> list[str]:
         if was != now:
             lines.append(f"prompt {name}: {was or 'absent'} in the run, {now or 'absent'} now")
     return lines
+
+
+def _no_video(info: RunInfo) -> bool:
+    return bool((info.model_extra or {}).get("no_video", False))
 
 
 # --------------------------------------------------------------------------- the directory

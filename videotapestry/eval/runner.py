@@ -30,6 +30,13 @@ Why it is built this way:
   writes. A missing one is a per-question failure, or with ``build_missing`` it is built
   once per video (questions of that video wait for the one build; builds run one at a time,
   each with the builder's own concurrency, and hold no question slot).
+- **Nothing heavy on the event loop.** A memory is loaded (parsed, embedded, packed) on one
+  loader thread, once for every variant and question of its video, in the order questions
+  reach it, and forgotten after its video's last question; traces and records are written
+  off the loop. With ``Inputs.videos`` None questions are answered from the memories alone.
+
+A failed record carries no usage: the calls a question made before its exception are in
+the model service's run-level ledger, not in the record.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -81,13 +89,14 @@ class Inputs:
     """Where a question's files are: ``videos/q.video``, ``memories/<video stem>/``, and its
     subtitles under ``subtitles`` (else next to the annotations)."""
 
-    videos: Path
+    #: None answers from the memories alone (no frames or speech observed).
+    videos: Path | None
     memories: Path
     subtitles: Path | None = None
     annotations_dir: Path | None = None
 
-    def video(self, question: EvalQuestion) -> Path:
-        return self.videos / question.video
+    def video(self, question: EvalQuestion) -> Path | None:
+        return None if self.videos is None else self.videos / question.video
 
     def memory(self, question: EvalQuestion) -> Path:
         return self.memories / Path(question.video).stem
@@ -157,7 +166,7 @@ class _Plan:
 
 @dataclass
 class _Prepared:
-    video: Path
+    video: Path | None
     memory: Path
     subtitles: Path | None
 
@@ -215,6 +224,7 @@ class EvalRunner:
         self._builds: dict[Path, asyncio.Task] = {}
         self._build_slot: asyncio.Semaphore | None = None
         self._loads: dict[Path, asyncio.Future] = {}
+        self._loader: ThreadPoolExecutor | None = None
         self._pending: Counter[Path] = Counter()
         self._written = 0
 
@@ -262,7 +272,11 @@ class EvalRunner:
         self._pending = Counter(self.inputs.memory(q) for q, _ in plan.groups)
         slots = asyncio.Semaphore(max(1, self.options.concurrency))
         self._build_slot = asyncio.Semaphore(1)
-        await asyncio.gather(*(self._group(q, group, slots) for q, group in plan.groups))
+        self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-load")
+        try:
+            await asyncio.gather(*(self._group(q, group, slots) for q, group in plan.groups))
+        finally:
+            self._loader.shutdown(wait=False, cancel_futures=True)
         keys = [(v, q.id) for q in questions for v in self.variants]
         return RunOutcome(
             records={key: self._latest[key] for key in keys if key in self._latest},
@@ -281,6 +295,8 @@ class EvalRunner:
         for variant in variants:
             if variant == "direct":
                 roles.add("direct")
+            elif variant == "single_agent":
+                roles.update((*METHOD_ROLES, "controller"))
             elif variant in REASSEMBLED:
                 roles.add("answer")
             else:
@@ -389,25 +405,28 @@ class EvalRunner:
     async def _load(self, prepared: _Prepared) -> None:
         """Load (parse, embed, pack) a memory off the event loop, once for all variants and
         questions of its video; ``aanswer`` then finds it loaded instead of blocking every
-        question in flight while it loads."""
+        question in flight while it loads. Loads run one at a time, in the order questions
+        reach them: parsing is interpreter-bound, so parallel loads would only make the
+        first question wait for all of them."""
         future = self._loads.get(prepared.memory)
         if future is None:
-            future = self._loads[prepared.memory] = asyncio.ensure_future(
-                asyncio.to_thread(_load_memory, self.base, prepared)
+            loop = asyncio.get_running_loop()
+            future = self._loads[prepared.memory] = loop.run_in_executor(
+                self._loader, _load_memory, self.base, prepared
             )
         await asyncio.shield(future)
 
     async def _prepare(self, question: EvalQuestion) -> _Prepared:
         video = self.inputs.video(question)
-        if not video.is_file():
+        if video is not None and not video.is_file():
             raise MissingVideoError(f"video {video} does not exist (question {question.id})")
         memory = self.inputs.memory(question)
         subtitles = self.inputs.subtitle_file(question)
         if not _has_memory(memory):
-            if not self.options.build_missing:
+            if not self.options.build_missing or video is None:
                 raise MissingMemoryError(
                     f"no memory for video {question.video} at {memory}; build it with "
-                    f"`videotapestry build-memory {video} {memory}` or "
+                    f"`videotapestry build-memory {video or question.video} {memory}` or "
                     f"{self.options.build_missing_hint}"
                 )
             await self._build(video, memory, subtitles)
@@ -574,7 +593,8 @@ class EvalRunner:
 def _load_memory(vt: VideoTapestry, prepared: _Prepared) -> None:
     from videotapestry.video import fingerprint
 
-    vt.load_memory(prepared.memory, video_fingerprint=fingerprint(prepared.video))
+    video_fingerprint = fingerprint(prepared.video) if prepared.video is not None else None
+    vt.load_memory(prepared.memory, video_fingerprint=video_fingerprint)
 
 
 def _has_memory(path: Path) -> bool:

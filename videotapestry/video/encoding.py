@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import cv2
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageFont
 
 from videotapestry.config import ImagesConfig, LevelSettings, OverviewSettings
 from videotapestry.errors import ImageLimitError
@@ -137,13 +137,16 @@ def frame_images(
     decimals = label_decimals([f.timestamp_s for f in ordered])
     side = frame_side(images)
     parts = []
+    fonts: dict[int, ImageFont.ImageFont | ImageFont.FreeTypeFont] = {}  # one load per height
     for frame in ordered:
         text = format_timestamp(frame.timestamp_s, decimals)
         array = resize_to_fit(frame.image, side)
         if label:
             picture = Image.fromarray(array)
             height = picture.height
-            draw_label(picture, text, (0, 0, picture.width, height), label_font(height))
+            if height not in fonts:
+                fonts[height] = label_font(height)
+            draw_label(picture, text, (0, 0, picture.width, height), fonts[height])
             array = np.asarray(picture)
         jpeg = encode_jpeg(array, max_side=side, quality=images.jpeg_quality)
         parts.append(ImagePart(jpeg, f"frame {text}", (frame.timestamp_s,)))

@@ -1,0 +1,321 @@
+"""Throughput of the eval runner (not a test; prints figures).
+
+100 questions over 10 synthetic 60-minute memories (12 SuperEvents x 10 MacroEvents, 2,520
+subgraph nodes each, embedded once and cached in bench/.cache/eval/), each video the
+60-minute 640x360 H.264 benchmark video (one file under ten names), an hour of subtitles so
+the ASR path runs, and the scripted model on the fake OpenAI-compatible server with 1 s of
+injected latency per call. The server runs in its own process so that its JSON work does
+not share the runner's interpreter lock. The runner answers with ``--concurrency 16``.
+
+Figures:
+- wall time of ``EvalRunner.run`` (memory loading included; the embedder is loaded first);
+- the ideal: sum over questions of their critical-path calls x 1 s / 16. A question's
+  critical-path calls are the longest chain of its model calls in which each call starts
+  after the one before it ended, read from the call intervals in its saved trace (calls
+  made together, like an observation's visual and ASR halves, overlap and count once; the
+  greedy earliest-end choice finds the longest such chain). With every question of the same
+  length the packing cannot be perfect: ceil(100 / 16) = 7 waves of questions, so even a
+  free runner is 7 / 6.25 = 1.12x the ideal; that bound is printed too;
+- the ratio (goal <= 1.2x), the peak RSS of the process (and how much the run added), the
+  CPU time the run used, and how long the event loop was blocked (lag of a 50 ms ticker).
+
+    PYTHONPATH=. python bench/bench_eval.py [--questions 100] [--videos 10] [--concurrency 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import multiprocessing
+import os
+import resource
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+from bench_video_sampling import long_video
+
+CACHE = Path(__file__).resolve().parent / ".cache" / "eval"
+TITLES = [
+    "The lighthouse keeper", "A bakery at dawn", "Harbour of lanterns", "The glass orchard",
+    "Night train to Lund", "The copper mine", "Winter at the observatory", "A tailor's ledger",
+    "The river ferry", "Salt and saffron",
+]  # fmt: skip
+
+
+def serve(latency: float, ready, stop) -> None:
+    """The fake server with the scripted model, in its own process until ``stop`` is set."""
+    from videotapestry.testing import FakeOpenAIServer
+    from videotapestry.testing.scripted import ScriptedModel
+
+    with FakeOpenAIServer(latency_s=latency) as server:
+        server.on(None, ScriptedModel())
+        ready.put(server.base_url)
+        stop.wait()
+        ready.put(len(server.requests))
+
+
+def light_video() -> Path:
+    """60 minutes at 2 fps and 320x180, a keyframe every 5 s: the method's full path
+    (frames, grids, JPEGs, images in requests) at a small fraction of the decoding cost."""
+    from videotapestry.testing.media import make_h264_video
+    from videotapestry.video import probe
+
+    path = CACHE / "light_60min_320x180_2fps.mp4"
+    try:
+        probe(path)
+    except Exception:
+        print(f"generating {path.name} (one-off, cached) ...", flush=True)
+        make_h264_video(path, 3600, fps=2.0, size=(320, 180), gop_frames=10)
+    return path
+
+
+def inputs(videos: int, questions: int, source: str, gop: int) -> tuple[Path, Path, Path, Path]:
+    """(annotations, videos dir, memories dir, subtitles dir), made once and cached."""
+    from videotapestry.config import EmbeddingConfig
+    from videotapestry.embeddings import SentenceTransformerEmbedder
+    from videotapestry.memory import ensure_embeddings, is_native_memory, save_memory
+    from videotapestry.testing.memories import synthetic_memory
+    from videotapestry.video import fingerprint
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    video = light_video() if source == "light" else long_video(60, gop=gop)
+    video_dir = CACHE / f"videos_{source}"
+    memory_dir, subtitle_dir = CACHE / f"memories_{source}", CACHE / "subs"
+    for folder in (video_dir, memory_dir, subtitle_dir):
+        folder.mkdir(parents=True, exist_ok=True)
+    embedder = None
+    print_ = fingerprint(video)
+    for n in range(videos):
+        link = video_dir / f"v{n}.mp4"
+        if not link.exists():
+            link.symlink_to(video)
+        target = memory_dir / f"v{n}"
+        if (
+            is_native_memory(target)
+            and json.loads((target / "manifest.json").read_text()).get("video_fingerprint")
+            == print_
+        ):
+            continue
+        shutil.rmtree(target, ignore_errors=True)
+        embedder = embedder or SentenceTransformerEmbedder(
+            EmbeddingConfig(model="packaged:all-MiniLM-L6-v2", query_prompt_name=None)
+        )
+        memory = synthetic_memory(
+            duration_s=3600,
+            supers=12,
+            macros_per_super=10,
+            seed=n,
+            fingerprint=print_,
+            title=TITLES[n % len(TITLES)],
+        )
+        print(f"embedding memory v{n} (one-off, cached) ...", flush=True)
+        save_memory(ensure_embeddings(memory, embedder), target)
+    subtitles = subtitle_dir / "hour.srt"
+    if not subtitles.exists():
+        blocks = []
+        for n, start in enumerate(range(0, 3600, 8), 1):
+            blocks.append(
+                f"{n}\n{_srt_time(start)} --> {_srt_time(start + 3)}\n"
+                f"Line {n}: someone talks about the oven.\n"
+            )
+        subtitles.write_text("\n".join(blocks), encoding="utf-8")
+    annotations = CACHE / f"questions_{questions}x{videos}.jsonl"
+    with annotations.open("w", encoding="utf-8") as handle:
+        for n in range(questions):
+            v = n % videos
+            others = [t for t in TITLES if t != TITLES[v]][v % 7 : v % 7 + 3]
+            options = [TITLES[v], *others]
+            shift = n % 4  # the right title at each letter in turn
+            options = options[shift:] + options[:shift]
+            row = {
+                "id": f"q{n:03d}",
+                "video": f"v{v}.mp4",
+                "question": f"Which title does this video carry (question {n})?",
+                "options": options,
+                "answer": "ABCD"[options.index(TITLES[v])],
+                "subtitles": "hour.srt",
+            }
+            handle.write(json.dumps(row) + "\n")
+    return annotations, video_dir, memory_dir, subtitle_dir
+
+
+def _srt_time(seconds: int) -> str:
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d},000"
+
+
+def critical_path_calls(trace: dict) -> int:
+    """The longest chain of model calls each starting after the previous one ended."""
+    spans = sorted(
+        (e["started_at"] + e["duration_s"], e["started_at"])
+        for e in trace["events"]
+        if e["kind"] == "model_call"
+    )
+    chain, last_end = 0, -math.inf
+    for end, start in spans:
+        if start >= last_end:
+            chain, last_end = chain + 1, end
+    return chain
+
+
+def peak_rss_mb() -> float:
+    """The process's high-water RSS (VmHWM), which ``clear_peak`` can reset."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def clear_peak() -> None:
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS
+
+
+class LoopLag:
+    """A 50 ms ticker: how late it wakes is how long the loop was busy with other work."""
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+        self._task: asyncio.Task | None = None
+
+    async def _tick(self) -> None:
+        while True:
+            started = time.perf_counter()
+            await asyncio.sleep(0.05)
+            self.lags.append(time.perf_counter() - started - 0.05)
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._tick())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
+async def run_eval(args, base_url: str, annotations: Path, videos: Path, memories: Path, subs):
+    from videotapestry.api import VideoTapestry
+    from videotapestry.eval.datasets import load_benchmark
+    from videotapestry.eval.run_dir import RunDirectory, new_run_info
+    from videotapestry.eval.runner import EvalRunner, Inputs, RunnerOptions
+
+    vt = VideoTapestry(
+        overrides=[
+            f"models.default.base_url={base_url}",
+            "models.default.timeout_s=60",
+            "models.max_concurrency_per_endpoint=64",
+            "cache.enabled=false",
+            "asr.source=subtitles",
+            "embedding.model=packaged:all-MiniLM-L6-v2",
+            "embedding.query_prompt_name=null",
+            *args.override,
+        ]
+    )
+    vt.embedder.embed(["warm up"], query=True)  # the model load is not the runner's
+    questions = load_benchmark("jsonl", annotations)
+    run = CACHE / "run"
+    shutil.rmtree(run, ignore_errors=True)
+    info = new_run_info(
+        benchmark="jsonl",
+        annotations=annotations,
+        variants=["full"],
+        config=vt.config,
+        prompts=vt.prompts,
+        no_video=videos is None,
+    )
+    run_dir = RunDirectory.open(run, info)
+    runner = EvalRunner(
+        vt,
+        run_dir,
+        Inputs(videos=videos, memories=memories, subtitles=subs),
+        RunnerOptions(concurrency=args.concurrency),
+    )
+    lag = LoopLag()
+    clear_peak()
+    before_mb = peak_rss_mb()
+    cpu_before = time.process_time()
+    lag.start()
+    started = time.perf_counter()
+    outcome = await runner.run(questions)
+    wall = time.perf_counter() - started
+    lag.stop()
+    cpu = time.process_time() - cpu_before
+    peak_mb = peak_rss_mb()
+    await vt.aclose()
+    run_dir.close()
+    return outcome, wall, cpu, before_mb, peak_mb, lag.lags, run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--questions", type=int, default=100)
+    parser.add_argument("--videos", type=int, default=10)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--latency", type=float, default=1.0)
+    parser.add_argument(
+        "--video",
+        choices=("none", "light", "benchmark"),
+        default="light",
+        help="none: answer from the memories alone (eval --no-video: no frame or speech work, "
+        "so the runner's own overhead shows); light: 60 min at 2 fps, 320x180; benchmark: the "
+        "60-minute 640x360 25 fps H.264 video of bench_method",
+    )
+    parser.add_argument("--gop", type=int, default=100, help="keyframe interval (benchmark video)")
+    parser.add_argument("-o", "--override", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args()
+    os.environ.setdefault("OPENAI_API_KEY", "bench")
+    source = "light" if args.video == "none" else args.video
+    annotations, videos, memories, subs = inputs(args.videos, args.questions, source, args.gop)
+    if args.video == "none":
+        videos = None
+
+    context = multiprocessing.get_context("spawn")
+    ready, stop = context.Queue(), context.Event()
+    server = context.Process(target=serve, args=(args.latency, ready, stop), daemon=True)
+    server.start()
+    base_url = ready.get(timeout=120)
+    try:
+        outcome, wall, cpu, before_mb, peak_mb, lags, run = asyncio.run(
+            run_eval(args, base_url, annotations, videos, memories, subs)
+        )
+    finally:
+        stop.set()
+        requests = ready.get(timeout=30)
+        server.join(timeout=10)
+
+    records = list(outcome.records.values())
+    answered = [r for r in records if r.status == "answered"]
+    paths = [critical_path_calls(json.loads((run / r.trace).read_text())) for r in answered]
+    calls = [r.usage.calls for r in answered]
+    ideal = sum(paths) * args.latency / args.concurrency
+    waves = math.ceil(len(answered) / args.concurrency)
+    bound = waves * max(paths, default=0) * args.latency
+    print(f"{len(records)} questions over {args.videos} 60-minute memories ({args.video} "
+          f"video), concurrency {args.concurrency}, {args.latency:g} s per call")  # fmt: skip
+    print(f"  answered {len(answered)}, right {sum(bool(r.correct) for r in answered)}, "
+          f"failed {len(outcome.failed)}, degraded {len(outcome.degraded)}")  # fmt: skip
+    print(f"  model calls per question: mean {statistics.mean(calls):.1f} (server saw "
+          f"{requests}); critical path: mean {statistics.mean(paths):.2f}, "
+          f"min {min(paths)}, max {max(paths)}")  # fmt: skip
+    print(
+        f"  wall {wall:.1f} s; ideal {ideal:.1f} s (sum of critical-path calls x "
+        f"{args.latency:g} s / {args.concurrency}); ratio {wall / ideal:.3f} (goal <= 1.2)"
+    )
+    print(f"  packing bound with equal questions: {waves} waves x {max(paths)} calls = "
+          f"{bound:.1f} s ({bound / ideal:.3f}x ideal); wall / bound "
+          f"{wall / bound:.3f}")  # fmt: skip
+    print(f"  CPU time of the run {cpu:.1f} s ({cpu / wall:.2f} cores busy on average)")
+    lags_sorted = sorted(lags)
+    print(f"  event loop lag (50 ms ticker): p50 {1000 * statistics.median(lags):.1f} ms, "
+          f"p99 {1000 * lags_sorted[int(0.99 * (len(lags) - 1))]:.0f} ms, max "
+          f"{1000 * max(lags):.0f} ms, total {sum(lags):.1f} s")  # fmt: skip
+    print(f"  peak RSS {peak_mb:.0f} MB (before the run {before_mb:.0f} MB, with the "
+          f"embedder loaded; the run added {peak_mb - before_mb:.0f} MB)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
