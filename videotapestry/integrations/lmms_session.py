@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from videotapestry.errors import ConfigError
+from videotapestry.errors import ConfigError, VideoTapestryError
 
 if TYPE_CHECKING:
     from videotapestry.eval.questions import EvalQuestion
@@ -141,7 +142,9 @@ class LmmsSession:
         )
         # Not a file: the questions come from lmms-eval's tasks, named by each question.
         info = info.model_copy(update={"annotations": BENCHMARK})
+        self._info = info
         self.run_dir = RunDirectory.open(settings.output_dir, info, force=settings.force)
+        self._closed = False
         # Questions carry their video as an absolute path (what the task's doc_to_visual
         # gave), which the runner joins onto ``videos`` unchanged.
         self.inputs = Inputs(videos=Path("/"), memories=settings.memory_root)
@@ -152,8 +155,14 @@ class LmmsSession:
         """The latest record of each question under the session's variant (answered now, or
         kept from an earlier run of the same directory), and why the run stopped early (None
         when every question was attempted)."""
+        from videotapestry.eval.run_dir import RunDirectory
         from videotapestry.eval.runner import EvalRunner
 
+        if self._closed:  # lmms-eval cleaned the model up and evaluates with it again
+            self.run_dir = RunDirectory.open(
+                self.settings.output_dir, self._info, force=self.settings.force
+            )
+            self._closed = False
         runner = EvalRunner(self.vt, self.run_dir, self.inputs, self.options)
         outcome = asyncio.run(self._run(runner, questions))
         self._write_report()
@@ -172,13 +181,21 @@ class LmmsSession:
             await self.vt.aclose()
 
     def _write_report(self) -> None:
+        """``report.md``/``report.json`` of the run directory so far; lmms-eval's own results
+        are the run's product, so a report that cannot be written is only a warning."""
         from videotapestry.eval.report import write_report
 
-        write_report(self.run_dir.path)
+        try:
+            write_report(self.run_dir.path)
+        except VideoTapestryError as exc:
+            warnings.warn(f"videotapestry: no report written: {exc}", stacklevel=2)
 
     def close(self) -> None:
-        self.vt.service.close()
-        self.run_dir.close()
+        """Close the results file (reopened if more questions come). The response cache
+        stays open for the session's life; it commits every reply as it stores it."""
+        if not self._closed:
+            self.run_dir.close()
+            self._closed = True
 
 
 def response_text(record: ResultRecord | None) -> str:
