@@ -8,6 +8,17 @@
 #   make demo TORCH_INDEX=https://download.pytorch.org/whl/cpu     # CPU build (any machine)
 #   make demo TORCH_INDEX=https://download.pytorch.org/whl/cu128   # a CUDA 12.8 build
 # Left empty, pip's own configuration decides (on our CI machines that is a CPU wheel on disk).
+#
+# `make test` also installs the `lmms` extra (lmms-eval, for tests/test_lmms_eval.py) on top,
+# then repairs two things lmms-eval's requirements break in one environment with our own:
+# - opencv: lmms-eval requires opencv-python-headless, whose files are the same cv2/ package
+#   as opencv-python's (rapidocr's requirement), so the one installed last owns cv2/.
+#   opencv-python is reinstalled (same version, no deps) so cv2 is one whole build again.
+# - torchvision: lmms-eval requires it, and pip takes PyPI's build, which is compiled for
+#   CUDA torch and fails to import next to a CPU torch; transformers imports torchvision
+#   whenever it is installed, so a broken one stops lmms-eval's evaluator from starting.
+#   It is removed when it does not import (neither the evaluator nor the video tasks use
+#   it). A TORCH_INDEX with a matching torchvision keeps it.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -19,17 +30,20 @@ PYTEST_ARGS ?= -q
 comma := ,
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+LMMS_STAMP := $(STAMP)-lmms
 
-.PHONY: demo test setup lint clean-venv
+.PHONY: demo test setup setup-lmms lint clean-venv
 
 demo: $(STAMP)
 	$(BIN)/videotapestry demo $(DEMO_ARGS)
 
-test: $(STAMP)
+test: $(LMMS_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 setup: $(STAMP)
+
+setup-lmms: $(LMMS_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -39,6 +53,17 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	touch $@
+
+# torch is named again so pip keeps the installed build instead of the one torchvision wants.
+OPENCV_VERSION = $(BIN)/python -c 'import importlib.metadata as m; print(m.version("opencv-python"))'
+$(LMMS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q $(TORCH) -e ".[$(EXTRAS),lmms]" \
+		$(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+	$(BIN)/python -m pip install -q --force-reinstall --no-deps "opencv-python==$$($(OPENCV_VERSION))"
+	$(BIN)/python -c "import torchvision" >/dev/null 2>&1 \
+		|| $(BIN)/python -m pip uninstall -y -q torchvision
+	$(BIN)/python -c "import cv2, lmms_eval.evaluator, rapidocr_onnxruntime, sentence_transformers"
 	touch $@
 
 clean-venv:

@@ -120,6 +120,8 @@ class RunnerOptions:
     variants: tuple[str, ...] = ("full",)
     concurrency: int = 4
     build_missing: bool = False
+    #: How the caller's user turns ``build_missing`` on, for the missing-memory message.
+    build_missing_hint: str = "pass --build-missing"
     #: Ask failed questions again on a rerun (see the module docstring).
     retry_failed: bool = True
     #: Stop when the first this many finished questions of a variant all failed the same
@@ -396,8 +398,8 @@ class EvalRunner:
             if not self.options.build_missing or video is None:
                 raise MissingMemoryError(
                     f"no memory for video {question.video} at {memory}; build it with "
-                    f"`videotapestry build-memory {video or question.video} {memory}` or pass "
-                    "--build-missing"
+                    f"`videotapestry build-memory {video or question.video} {memory}` or "
+                    f"{self.options.build_missing_hint}"
                 )
             await self._build(video, memory, subtitles)
         if self.base.config.asr.source != "subtitles":
