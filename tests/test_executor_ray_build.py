@@ -173,7 +173,7 @@ def test_build_memory_cli_joins_a_cluster_and_reports_each_video(
             command += ["-o", item]
         env = {**os.environ, **ray_cluster.worker_env(), "PYTHONPATH": str(ROOT)}
         result = subprocess.run(
-            command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=200
+            command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=280
         )
     assert result.returncode == 2, result.stderr  # one video could not be built
     assert "broken.mp4" in result.stderr and "Traceback" not in result.stderr

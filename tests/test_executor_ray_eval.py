@@ -189,7 +189,7 @@ def test_a_killed_ray_driver_resumes_without_asking_a_finished_question_again(
         process["run"] = subprocess.Popen(
             command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
-        _, stderr = process["run"].communicate(timeout=200)
+        _, stderr = process["run"].communicate(timeout=280)
         assert process["run"].returncode == -signal.SIGKILL, stderr.decode()[-3000:]
         del process["run"]
         first = read_records(run)
@@ -200,7 +200,7 @@ def test_a_killed_ray_driver_resumes_without_asking_a_finished_question_again(
         server.reset()
         server.on(None, scripted)
         rerun = subprocess.run(
-            command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=200
+            command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=280
         )
         assert rerun.returncode == 0, rerun.stderr[-3000:]
 
