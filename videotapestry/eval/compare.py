@@ -22,6 +22,7 @@ from videotapestry.errors import VideoTapestryError
 from videotapestry.eval.metrics import Accuracy, is_correct, is_scored
 from videotapestry.eval.records import ResultRecord
 from videotapestry.eval.results import RunInfo, latest, read_run_info_if_present, require_records
+from videotapestry.eval.run_dir import flatten
 
 
 class CompareError(VideoTapestryError):
@@ -238,18 +239,6 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, variant: str | None = 
 
 
 # ----------------------------------------------------------------------- differences
-
-
-def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as dotted keys; lists and scalars are leaf values."""
-    flat: dict[str, Any] = {}
-    for key, value in data.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            flat.update(flatten(value, f"{dotted}."))
-        else:
-            flat[dotted] = value
-    return flat
 
 
 def _differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Difference]:
