@@ -2,10 +2,10 @@
 
 Prompts are files; a directory given as ``prompts.override_dir`` replaces shipped templates by
 file name, and every result records the hash of each prompt it used. Here the override
-``final_answer.jinja`` hides the Focus agent's evidence (the ``Evidence:`` blocks under the
-refined MacroEvents) from the Answer agent, so the answer rests on the scaffold and the
-MacroEvents alone. Question 2's answer was spoken, and only the Focus agent's evidence holds
-the spoken line, so the two runs answer differently. Both runs use the offline model and
+``final_answer.jinja`` shows the Answer agent only the Super scaffold (the unindented lines),
+hiding the refined MacroEvent paths and the Focus agent's evidence under them. Question 2's
+answer was spoken, and only those paths hold the spoken line, so the two runs answer
+differently. Both runs use the offline model and
 share the response cache: the second run's exploration repeats the first's requests and is
 replayed; only the changed prompt's call is new.
 
@@ -24,17 +24,12 @@ from videotapestry.prompts import PromptRegistry
 
 PROMPT = "final_answer"
 SHIPPED_MEMORY = "Video memory:\n{{ memory }}\n"
-# Keeps the "Video memory:" header (the model reads the memory under it) and drops each
-# Focus-agent block: an indented "Evidence:" line and the deeper lines that follow it.
+# Keeps the "Video memory:" header (the model reads the memory under it) and the Super
+# scaffold (unindented lines), and drops every indented line: the refined MacroEvent paths
+# and the Focus agent's evidence under them.
 WITHOUT_FOCUS_EVIDENCE = """Video memory:
-{% set hidden = namespace(on=false) %}
 {% for line in memory.splitlines() %}
-{% if line.startswith("    ") and line.strip() == "Evidence:" %}
-{% set hidden.on = true %}
-{% elif not line.startswith("    ") %}
-{% set hidden.on = false %}
-{% endif %}
-{% if not hidden.on %}
+{% if not line.startswith(" ") %}
 {{ line }}
 {% endif %}
 {% endfor %}
@@ -42,7 +37,7 @@ WITHOUT_FOCUS_EVIDENCE = """Video memory:
 
 
 def write_override(directory: Path) -> Path:
-    """Copy the shipped prompt into ``directory`` with the Focus evidence withheld."""
+    """Copy the shipped prompt into ``directory``, showing only the Super scaffold."""
     shipped = PromptRegistry().source(PROMPT)
     if SHIPPED_MEMORY not in shipped:
         raise SystemExit(f"the shipped {PROMPT}.jinja changed; update this example's edit")
