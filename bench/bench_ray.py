@@ -320,7 +320,7 @@ def eval_once(
         ]
     )
     questions = load_benchmark("jsonl", annotations)
-    run = work / ("ray" if ray_workers else "local")
+    run = work / ("eval-ray" if ray_workers else "eval-local")
     info = new_run_info(
         benchmark="jsonl", annotations=annotations, variants=["full"], config=vt.config,
         prompts=vt.prompts,

@@ -164,21 +164,24 @@ def test_a_killed_ray_driver_resumes_without_asking_a_finished_question_again(
     count, run = 8, tmp_path / "run"
     questions = annotations(tmp_path / "q.jsonl", count)
     process: dict[str, subprocess.Popen] = {}
-    answers = {"seen": 0}
     lock = threading.Lock()
     scripted = ScriptedModel()
+    results = run / "results.jsonl"
 
-    def kill_the_driver_at_the_fifth_answer(request):
+    def kill_the_driver_once_it_has_written(request):
+        # A question is being answered (so some are unfinished) and the driver has written
+        # at least one record: kill it now.
         if request.prompt == "final_answer":
             with lock:
-                answers["seen"] += 1
-                if answers["seen"] == 5 and "run" in process:
+                written = results.is_file() and results.read_bytes().count(b"\n") >= 1
+                if written and "run" in process and "killed" not in process:
                     os.kill(process["run"].pid, signal.SIGKILL)
+                    process["killed"] = process["run"]
         return scripted(request)
 
     env = {**os.environ, **ray_cluster.worker_env(), "PYTHONPATH": str(ROOT)}
     with FakeOpenAIServer(latency_s=0.05) as server:
-        server.on(None, kill_the_driver_at_the_fifth_answer)
+        server.on(None, kill_the_driver_once_it_has_written)
         command = [
             sys.executable, "-m", "videotapestry.cli",
             *eval_args(data, questions, run, server, "--concurrency", "2"),
@@ -191,7 +194,7 @@ def test_a_killed_ray_driver_resumes_without_asking_a_finished_question_again(
         )
         _, stderr = process["run"].communicate(timeout=280)
         assert process["run"].returncode == -signal.SIGKILL, stderr.decode()[-3000:]
-        del process["run"]
+        del process["run"]  # the rerun is not killed
         first = read_records(run)
         done = {r.key for r in first.records if r.finished}
         assert 1 <= len(done) < 2 * count  # killed mid-run, some records on disk

@@ -101,6 +101,10 @@ class Answerer(Protocol):
 
     def open(self) -> None: ...
 
+    async def warm_up(self) -> None:
+        """Load the models every question needs before the first one starts."""
+        ...
+
     async def answer(
         self,
         question: EvalQuestion,
@@ -136,6 +140,9 @@ class LocalAnswerer:
 
     def open(self) -> None:
         self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-load")
+
+    async def warm_up(self) -> None:
+        await asyncio.to_thread(self.base.embedder.embed, ["warm up"], query=True)
 
     def close(self) -> None:
         if self._loader is not None:

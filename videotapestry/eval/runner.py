@@ -277,15 +277,15 @@ class EvalRunner:
             self.on_plan(plan.units, plan.reused)
         if plan.units:
             self.base.service.check_credentials(self._roles(plan))
-            # The model loads once, before the first questions queue behind its lock.
-            await asyncio.to_thread(self.base.embedder.embed, ["warm up"], query=True)
+            self._answerer.open()
+            # The model loads once, before the first questions queue behind its lock (on the
+            # answerer's side: this process, or each Ray worker).
+            await self._answerer.warm_up()
             if self.options.freeze_loaded_objects:
                 gc.freeze()
         self._pending = Counter(self.inputs.memory(q) for q, _ in plan.groups)
         slots = asyncio.Semaphore(max(1, self._answerer.slots))
         self._build_slot = asyncio.Semaphore(1)
-        if plan.units:
-            self._answerer.open()
         try:
             await asyncio.gather(*(self._group(q, group, slots) for q, group in plan.groups))
         finally:

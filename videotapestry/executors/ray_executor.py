@@ -51,8 +51,8 @@ if TYPE_CHECKING:
 
 #: Ray's process title for a build task is ``ray::<this><video file name>``.
 BUILD_TASK_PREFIX = "videotapestry-build:"
-#: How long the driver waits for new eval workers to start (model loads come later).
-WORKER_START_S = 300.0
+#: How long the driver waits for new eval workers to start and load the embedding model.
+WORKER_START_S = 600.0
 #: How often the driver looks up from waiting (keeps Ctrl-C and progress responsive).
 POLL_S = 0.5
 
@@ -275,6 +275,9 @@ class RayAnswerer:
             raise RayClusterError(
                 f"an eval worker could not start: {describe_ray_error(self.ray, exc)[1]}"
             ) from None
+
+    async def warm_up(self) -> None:
+        """Nothing here: each worker loaded its models before ``open`` returned."""
 
     def close(self) -> None:
         """The run is over (the workers stay until ``shutdown``)."""

@@ -109,8 +109,10 @@ class EvalWorker:
         self.answerer.open()
 
     async def ready(self) -> int:
+        """Up, with the embedding model loaded (before any question queues behind it)."""
         import os
 
+        await self.answerer.warm_up()
         return os.getpid()
 
     async def answer(
