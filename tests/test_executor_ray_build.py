@@ -207,3 +207,20 @@ def test_nothing_imports_ray_until_chosen_and_without_it_the_error_names_the_ext
     )
     assert result.returncode == 0, result.stderr
     assert "pip install 'videotapestry[ray]'" in result.stdout
+
+
+def test_an_address_where_no_cluster_listens_is_an_error_at_once(tmp_path: Path) -> None:
+    """Ray alone would retry for minutes; the command says what is wrong in seconds."""
+    pytest.importorskip("ray")
+    make_test_video(tmp_path / "videos" / "a.mp4", 4, fps=4, size=(96, 54), scene_s=2)
+    command = [
+        sys.executable, "-m", "videotapestry.cli", "build-memory",
+        "--videos", str(tmp_path / "videos"), "--out", str(tmp_path / "memories"),
+        "--executor", "ray", "--ray-address", "127.0.0.1:1",
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "no Ray cluster answers at 127.0.0.1:1" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "memories").exists()

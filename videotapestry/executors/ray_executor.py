@@ -79,6 +79,8 @@ def ray_session(settings: RayConfig) -> Iterator[Any]:
     if ray.is_initialized():
         yield ray
         return
+    if settings.address:
+        check_reachable(settings.address)
     try:
         ray.init(
             address=settings.address,
@@ -92,6 +94,24 @@ def ray_session(settings: RayConfig) -> Iterator[Any]:
         yield ray
     finally:
         ray.shutdown()
+
+
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail at once when nothing listens at a ``HOST:PORT`` address: Ray itself keeps
+    retrying an unreachable cluster for minutes before it gives up."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit() or not host:
+        return  # "auto", "local", or a ray:// client address: Ray's own checks apply
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise RayClusterError(
+            f"no Ray cluster answers at {address} ({exc.strerror or exc}); give the head "
+            "node's address (its GCS port, 6379 unless changed) to --ray-address"
+        ) from None
 
 
 def task_options(resources: RayResources) -> dict[str, Any]:
