@@ -18,81 +18,31 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from method_support import cli_args
+from title_eval import annotations, asked_questions, eval_args, question_text, title_data
 
 from videotapestry.cli import main
 from videotapestry.eval.records import ResultRecord
 from videotapestry.eval.results import read_records, read_run_info
 from videotapestry.eval.run_dir import ResultsWriter, identity_differences, trace_name
-from videotapestry.memory import ensure_embeddings, load_memory, save_memory
+from videotapestry.memory import load_memory
 from videotapestry.testing import FakeOpenAIServer, FakeReply
 from videotapestry.testing.media import make_test_video
-from videotapestry.testing.memories import synthetic_memory
 from videotapestry.testing.scripted import ScriptedModel
 from videotapestry.testing.scripted_builder import ScriptedBuilderModel, perception_requests
-from videotapestry.video import fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
-TITLES = ["The lighthouse keeper", "A bakery at dawn", "Harbour of lanterns", "The glass orchard"]
-OPTIONS = [f"{letter}. {title}" for letter, title in zip("ABCD", TITLES, strict=True)]
 REASSEMBLY = "full,refined_super_only,refined_paths_only"
-
-
-def question_text(n: int) -> str:
-    return f"Which title does this video carry (question {n})?"
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:
-    """Four 5-minute videos (one file, four names) with embedded memories titled apart."""
-    root = tmp_path_factory.mktemp("eval")
-    videos = root / "videos"
-    make_test_video(videos / "v0.mp4", 300, fps=2, size=(160, 90), scene_s=30)
-    for n in range(1, 4):
-        (videos / f"v{n}.mp4").symlink_to(videos / "v0.mp4")
-    print_ = fingerprint(videos / "v0.mp4")
-    for n, title in enumerate(TITLES):
-        memory = synthetic_memory(
-            duration_s=300, supers=3, macros_per_super=2, seed=n, fingerprint=print_, title=title
-        )
-        save_memory(ensure_embeddings(memory, embedder), root / "memories" / f"v{n}")
-    return root
-
-
-def annotations(path: Path, count: int, *, videos: int = 4) -> Path:
-    """``count`` questions cycling over the videos; the gold answer is the video's title."""
-    with path.open("w", encoding="utf-8") as handle:
-        for n in range(count):
-            video = n % videos
-            row = {
-                "id": f"q{n}",
-                "video": f"v{video}.mp4",
-                "question": question_text(n),
-                "options": OPTIONS,
-                "answer": "ABCD"[video],
-                "categories": ["title", f"video {video}"],
-            }
-            handle.write(json.dumps(row) + "\n")
-    return path
-
-
-def eval_args(data: Path, questions: Path, run: Path, server: FakeOpenAIServer, *extra: str):
-    return [
-        "eval", "--benchmark", "jsonl", "--annotations", str(questions),
-        "--videos", str(data / "videos"), "--memories", str(data / "memories"),
-        "--out", str(run), "--quiet", *cli_args(server), *extra,
-    ]  # fmt: skip
+    """Four 5-minute videos with memories titled apart."""
+    return title_data(tmp_path_factory.mktemp("eval"), embedder, duration_s=300, supers=3)
 
 
 def lines(run: Path) -> list[dict]:
     """Every line of results.jsonl, each of which must be one JSON object."""
     return [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
-
-
-def asked_questions(server: FakeOpenAIServer, count: int) -> Counter:
-    """Requests per question (every prompt that carries the question's text)."""
-    texts = {f"q{n}": question_text(n) for n in range(count)}
-    return Counter(qid for r in server.requests for qid, text in texts.items() if text in r.text)
 
 
 # --------------------------------------------------------------------------- (a) kill -9

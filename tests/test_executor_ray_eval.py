@@ -18,21 +18,16 @@ from pathlib import Path
 
 import pytest
 from conftest import RAY_TEST_KEY
-from method_support import cli_args
+from title_eval import annotations, asked_questions, title_data
+from title_eval import eval_args as title_eval_args
 
 from videotapestry.cli import main
 from videotapestry.eval.results import latest, read_records
-from videotapestry.memory import ensure_embeddings, save_memory
 from videotapestry.testing import FakeOpenAIServer
-from videotapestry.testing.media import make_test_video
-from videotapestry.testing.memories import synthetic_memory
 from videotapestry.testing.scripted import ScriptedModel
-from videotapestry.video import fingerprint
 
 pytestmark = [pytest.mark.usefixtures("ray_deadline"), pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
-TITLES = ["The lighthouse keeper", "A bakery at dawn", "Harbour of lanterns", "The glass orchard"]
-OPTIONS = [f"{letter}. {title}" for letter, title in zip("ABCD", TITLES, strict=True)]
 VARIANTS = "full,refined_super_only"
 
 
@@ -44,46 +39,12 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:
-    """Four 3-minute videos (one file, four names) with embedded memories titled apart."""
-    root = tmp_path_factory.mktemp("ray-eval")
-    videos = root / "videos"
-    make_test_video(videos / "v0.mp4", 180, fps=2, size=(160, 90), scene_s=30)
-    for n in range(1, 4):
-        (videos / f"v{n}.mp4").symlink_to(videos / "v0.mp4")
-    print_ = fingerprint(videos / "v0.mp4")
-    for n, title in enumerate(TITLES):
-        memory = synthetic_memory(
-            duration_s=180, supers=2, macros_per_super=2, seed=n, fingerprint=print_, title=title
-        )
-        save_memory(ensure_embeddings(memory, embedder), root / "memories" / f"v{n}")
-    return root
-
-
-def question_text(n: int) -> str:
-    return f"Which title does this video carry (question {n})?"
-
-
-def annotations(path: Path, count: int) -> Path:
-    with path.open("w", encoding="utf-8") as handle:
-        for n in range(count):
-            row = {
-                "id": f"q{n}",
-                "video": f"v{n % 4}.mp4",
-                "question": question_text(n),
-                "options": OPTIONS,
-                "answer": "ABCD"[n % 4],
-                "categories": ["title"],
-            }
-            handle.write(json.dumps(row) + "\n")
-    return path
+    """Four 3-minute videos with memories titled apart."""
+    return title_data(tmp_path_factory.mktemp("ray-eval"), embedder, duration_s=180, supers=2)
 
 
 def eval_args(data: Path, questions: Path, run: Path, server: FakeOpenAIServer, *extra: str):
-    return [
-        "eval", "--benchmark", "jsonl", "--annotations", str(questions),
-        "--videos", str(data / "videos"), "--memories", str(data / "memories"),
-        "--out", str(run), "--quiet", "--variant", VARIANTS, *cli_args(server), *extra,
-    ]  # fmt: skip
+    return title_eval_args(data, questions, run, server, "--variant", VARIANTS, *extra)
 
 
 def comparable(run: Path) -> dict:
@@ -102,11 +63,6 @@ def comparable(run: Path) -> dict:
 
 def cached_calls(run: Path) -> int:
     return sum(r.usage.cached_calls for r in latest(read_records(run).records).values())
-
-
-def asked(server: FakeOpenAIServer, count: int) -> Counter:
-    texts = {f"q{n}": question_text(n) for n in range(count)}
-    return Counter(qid for r in server.requests for qid, text in texts.items() if text in r.text)
 
 
 def test_ray_eval_writes_the_same_results_as_local_and_shares_the_cache(
@@ -208,7 +164,7 @@ def test_a_killed_ray_driver_resumes_without_asking_a_finished_question_again(
         assert rerun.returncode == 0, rerun.stderr[-3000:]
 
     finished_fully = {qid for v, qid in done if v == "full" and ("refined_super_only", qid) in done}
-    again = asked(server, count)
+    again = asked_questions(server, count)
     assert not finished_fully & set(again)  # not one request for a finished question
     final = latest(read_records(run).records)
     assert set(final) == {(v, f"q{n}") for v in VARIANTS.split(",") for n in range(count)}

@@ -12,7 +12,11 @@ from PIL import Image
 from videotapestry.errors import ConfigError
 from videotapestry.eval.records import ResultRecord
 from videotapestry.integrations.lmms_docs import DocError, question_from_doc, video_from_visuals
-from videotapestry.integrations.lmms_session import LmmsSettings, response_text
+from videotapestry.integrations.lmms_session import (
+    LmmsSettings,
+    failure_message,
+    response_text,
+)
 
 VIDEO = Path("/data/videos/abc.mp4")
 
@@ -159,14 +163,23 @@ def test_model_args_become_settings_and_dotted_keys_overrides() -> None:
         LmmsSettings.from_model_args({"memory_root": "/m", "build_missing": "maybe"})
 
 
-def test_a_failed_question_answers_lmms_eval_with_its_error() -> None:
+def test_a_failed_question_answers_lmms_eval_with_its_error_in_lower_case() -> None:
     q = read({"question": "Where?", "options": ["A. here", "B. there"]})
     answered = ResultRecord.for_question(q, "full", status="answered", prediction="B")
     failed = ResultRecord.for_question(
-        q, "full", status="failed", error="no memory for video abc", error_type="MissingMemoryError"
+        q,
+        "full",
+        status="failed",
+        error="no memory at /data/Videos/CLIP_A/ (add build_missing=true)",
+        error_type="MissingMemoryError",
     )
     assert response_text(answered) == "B"
-    assert (
-        response_text(failed) == "[videotapestry error] MissingMemoryError: no memory for video abc"
+    # No capital letter that an answer extraction could take for option A, C or D.
+    assert response_text(failed) == (
+        "[videotapestry error] missingmemoryerror: no memory at /data/videos/clip_a/ "
+        "(add build_missing=true)"
     )
-    assert response_text(None).startswith("[videotapestry error]")
+    assert failure_message(failed).startswith("MissingMemoryError: no memory at /data/Videos/")
+    empty = ResultRecord.for_question(q, "full", status="answered", prediction=None)
+    assert response_text(empty).startswith("[videotapestry error] answered")
+    assert response_text(None) == "[videotapestry error] the question was not run"

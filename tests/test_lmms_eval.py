@@ -225,13 +225,19 @@ def test_a_missing_video_or_memory_fails_its_request_not_the_run(work: Path) -> 
     )
     assert process.returncode == 0, process.stderr[-3000:]
     assert results is not None and results["results"][FAILING_TASK]
-    responses = [s["filtered_resps"] for s in samples(work, "out-failing", FAILING_TASK)]
-    missing_video, missing_memory = sorted(responses, key=lambda r: "MissingMemory" in r)
-    assert missing_video.startswith("[videotapestry error] MissingVideoError")
+    logged = samples(work, "out-failing", FAILING_TASK)
+    responses = [s["filtered_resps"] for s in logged]
+    missing_video, missing_memory = sorted(responses, key=lambda r: "missingmemory" in r)
+    assert missing_video.startswith("[videotapestry error] missingvideoerror")
     assert "absent.mp4 does not exist" in missing_video
-    assert missing_memory.startswith("[videotapestry error] MissingMemoryError")
-    assert str(work / "no-memories" / "sample") in missing_memory
+    assert missing_memory.startswith("[videotapestry error] missingmemoryerror")
+    assert str(work / "no-memories" / "sample").lower() in missing_memory
     assert "add build_missing=true to --model_args" in missing_memory
+    # Video-MME's extraction reads no letter from either, so both are scored wrong.
+    assert [s["videomme_perception_score"]["pred_answer"] for s in logged] == ["", ""]
+    assert results["results"][FAILING_TASK]["videomme_perception_score,none"] == 0.0
+    # The log keeps each error as it was said.
+    assert "MissingMemoryError: no memory" in process.stderr + process.stdout
     # Neither left a memory behind: build_missing was not given.
     assert not (work / "no-memories" / "sample").exists()
     [record] = read_records(work / "run-failing").records

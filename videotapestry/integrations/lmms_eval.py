@@ -31,6 +31,8 @@ from videotapestry.integrations.lmms_session import (
     LmmsSession,
     LmmsSettings,
     error_text,
+    failure_message,
+    failure_response,
     response_text,
 )
 
@@ -83,11 +85,11 @@ class VideoTapestryLMMS(lmms):
         self, question: EvalQuestion, records: dict[str, ResultRecord]
     ) -> GenerationResult:
         record = records.get(question.id)
-        text = response_text(record)
-        if record is None or record.status != "answered":
-            return self._failed(question.benchmark, question.extra["doc_id"], text)
+        if record is None or record.status != "answered" or not record.prediction:
+            doc_id = question.extra["doc_id"]
+            return self._failed(question.benchmark, doc_id, failure_message(record))
         return GenerationResult(
-            text=text,
+            text=response_text(record),
             token_counts=TokenCounts(
                 input_tokens=record.usage.prompt_tokens,
                 output_tokens=record.usage.completion_tokens,
@@ -116,9 +118,9 @@ class VideoTapestryLMMS(lmms):
         )
 
     @staticmethod
-    def _failed(task: str, doc_id: Any, text: str) -> GenerationResult:
-        logger.error(f"videotapestry: task {task} doc {doc_id}: {text}")
-        return GenerationResult(text=text)
+    def _failed(task: str, doc_id: Any, message: str) -> GenerationResult:
+        logger.error(f"videotapestry: task {task} doc {doc_id}: {message}")
+        return GenerationResult(text=failure_response(message))
 
     def loglikelihood(self, requests: list[Any]) -> list[tuple[float, bool]]:
         raise NotImplementedError(

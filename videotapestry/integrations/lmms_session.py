@@ -199,23 +199,42 @@ class LmmsSession:
 
 
 def response_text(record: ResultRecord | None) -> str:
-    """What lmms-eval gets for one request: the answer letter, or an error message.
+    """What lmms-eval gets for one request: the answer letter, or an error response.
 
-    lmms-eval's answer extraction reads the letter; a failed or skipped question gets a
-    message naming the error (the video or memory missing, the model refusing) instead of
-    a crashed run, and its record in ``results.jsonl`` says the same.
+    lmms-eval's answer extraction reads the letter; a failed or skipped question gets an
+    error response (``failure_response``) instead of a crashed run, and its record in
+    ``results.jsonl`` holds the exact error.
     """
-    if record is None:
-        return f"{ERROR_PREFIX} the question was not run"
-    if record.status == "answered" and record.prediction:
+    if record is not None and record.status == "answered" and record.prediction:
         return record.prediction
+    return failure_response(failure_message(record))
+
+
+def failure_message(record: ResultRecord | None) -> str:
+    """Why a question has no answer, as the error said it (for the log)."""
+    if record is None:
+        return "the question was not run"
     kind = record.error_type or record.status
-    return f"{ERROR_PREFIX} {kind}: {record.error or record.status}"
+    return f"{kind}: {record.error or record.status}"
 
 
 def error_text(exc: BaseException) -> str:
-    """A request that failed before it became a question (its record, its visual)."""
-    return f"{ERROR_PREFIX} {type(exc).__name__}: {exc}"
+    """Why a request failed before it became a question (its record, its visual)."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+def failure_response(message: str) -> str:
+    """The response of a request that has no answer: the message in lower case.
+
+    lmms-eval's extractions take any capital choice letter in a response as its answer
+    (Video-MME's and LVBench's fall back to the last capital A-D anywhere in the text), so
+    an error naming ``/data/Videos/CLIP_A.mp4`` would be scored as an answer. With no
+    capital letter in it, no extraction reads a letter and the question counts as wrong
+    (EgoSchema's and LongVideoBench's extractions guess a random letter for any response
+    they cannot read, as they do for every model). The exact message is in the log and in
+    ``results.jsonl``.
+    """
+    return f"{ERROR_PREFIX} {message}".lower()
 
 
 def _text(value: Any) -> str:
