@@ -177,7 +177,13 @@ def test_the_same_failure_on_the_first_questions_stops_the_run(
     statuses = Counter(row["status"] for row in lines(run))
     assert statuses == {"failed": 3, "skipped": 7}
     assert len({row["error"] for row in lines(run) if row["status"] == "failed"}) == 1
-    assert asked_questions(server, 10).keys() == {"q0", "q1", "q2"}
+    asked = asked_questions(server, 10)
+    assert asked.keys() == {"q0", "q1", "q2"}
+    # Each failure carries what its exploration cost: together, every request the server saw.
+    failed = {row["question_id"]: row["usage"] for row in lines(run) if row["status"] == "failed"}
+    assert all(failed[qid]["calls"] >= count for qid, count in asked.items())
+    assert sum(u["calls"] - u["cached_calls"] for u in failed.values()) == len(server.requests)
+    assert all(usage["prompt_tokens"] > 0 for usage in failed.values())
 
 
 # --------------------------------------------------------------------------- (c) missing memory

@@ -33,6 +33,7 @@ from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
 from videotapestry.errors import ConfigError, ModelCallError, VideoTapestryError
 from videotapestry.graph import build_graph
 from videotapestry.llm.service import ModelService
+from videotapestry.llm.usage import attach_spent
 from videotapestry.memory import MemoryLocator, VideoMemory, ensure_embeddings, open_memory
 from videotapestry.prompts import PromptRegistry, short_hash
 from videotapestry.question import labelled_options, validate_question
@@ -248,6 +249,9 @@ class VideoTapestry:
             if ctx.observation_disabled:
                 ctx.session.trace.note("observation_disabled", reason=ctx.observation_disabled)
             state = await graph.ainvoke(state_in, run_config, context=ctx)
+        except BaseException as exc:
+            attach_spent(exc, ctx.session.usage.summary())
+            raise
         finally:
             ctx.close_video()
         if not keep_images:
@@ -296,14 +300,18 @@ class VideoTapestry:
         )
         session = self.service.session()
         item = exploration.question
-        answer = await run_answer_agent(
-            session,
-            self.prompts,
-            question=item.question,
-            options=item.options,
-            memory=composite.text,
-            handoff_trace=composite.handoff_trace,
-        )
+        try:
+            answer = await run_answer_agent(
+                session,
+                self.prompts,
+                question=item.question,
+                options=item.options,
+                memory=composite.text,
+                handoff_trace=composite.handoff_trace,
+            )
+        except BaseException as exc:
+            attach_spent(exc, session.usage.summary())
+            raise
         outcome = AnswerOutcome(**answer.__dict__)
         return Result(
             question_id=item.question_id,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from videotapestry.errors import ModelCallError, VideoTapestryError
 from videotapestry.eval.questions import EvalQuestion
+from videotapestry.llm.usage import spent_usage
 from videotapestry.result import Exploration, Result, load_exploration
 
 if TYPE_CHECKING:
@@ -59,10 +60,13 @@ class Failure:
     #: Not a failure of the question: the run stopped before it started.
     stopped: bool = False
     traceback: str | None = None
+    #: The usage (``UsageSummary.to_dict()``) of the calls made before the failure.
+    usage: dict | None = None
 
     @classmethod
     def of(cls, exc: BaseException) -> Failure:
         ours = isinstance(exc, VideoTapestryError)
+        spent = spent_usage(exc)
         return cls(
             error_type=type(exc).__name__,
             message=str(exc) if ours else f"{type(exc).__name__}: {exc}",
@@ -72,6 +76,7 @@ class Failure:
             traceback=None
             if ours
             else "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+            usage=spent.to_dict() if spent is not None and spent.calls else None,
         )
 
 

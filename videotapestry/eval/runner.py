@@ -40,8 +40,8 @@ Why it is built this way:
   workers (``executors/ray_executor.py``), which run the same local answerer, so the
   records are the same.
 
-A failed record carries no usage: the calls a question made before its exception are in
-the model service's run-level ledger, not in the record.
+A failed record carries the usage of the calls its question made before the exception
+(``llm.usage.attach_spent``), so a run's totals count what failing questions cost too.
 """
 
 from __future__ import annotations
@@ -472,6 +472,7 @@ class EvalRunner:
             error=failure.message,
             error_type=failure.error_type,
             elapsed_s=round(elapsed, 3),
+            usage=RecordUsage.model_validate(failure.usage) if failure.usage else RecordUsage(),
         )
         if failure.traceback:  # a bug of ours or a library's: keep the traceback for the report
             await asyncio.to_thread(self._log_error, question, variant, failure.traceback)

@@ -8,6 +8,7 @@ gets an unknown cost (``None``) instead of a guess.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -110,3 +111,25 @@ class UsageLedger:
         for record in self.records:
             summary.add(record)
         return summary
+
+
+#: The attribute of an exception that carries what its question spent before it was raised.
+SPENT_ATTRIBUTE = "videotapestry_usage"
+
+
+def attach_spent(exc: BaseException, summary: UsageSummary) -> None:
+    """Mark ``exc`` with the usage of the calls its question made before it failed.
+
+    A failed question has paid for its calls too; a record without them would make failing
+    runs look cheap. The question's own session is gone once the exception leaves it, so
+    the summary travels on the exception (it pickles with it to a Ray driver too).
+    """
+    # An exception type with __slots__ cannot be marked; its record then shows no usage.
+    with contextlib.suppress(AttributeError, TypeError):
+        setattr(exc, SPENT_ATTRIBUTE, summary)
+
+
+def spent_usage(exc: BaseException) -> UsageSummary | None:
+    """What ``attach_spent`` marked on ``exc``, or None for an exception no question raised."""
+    summary = getattr(exc, SPENT_ATTRIBUTE, None)
+    return summary if isinstance(summary, UsageSummary) else None
