@@ -468,6 +468,69 @@ def test_egoschema_malformed_files(tmp_path: Path, edit, message: str) -> None:
     assert str(tmp_path) in str(caught.value)
 
 
+def egoschema_rows(answers: bool = True) -> list[dict]:
+    """The fixture's questions in the per-row form of the Hugging Face release."""
+    release = json.loads((EGO / "questions.json").read_text(encoding="utf-8"))
+    known = json.loads((EGO / "subset_answers.json").read_text(encoding="utf-8"))
+    return [
+        {
+            "question_idx": str(number),
+            "question": row["question"],
+            "video_idx": row["q_uid"],
+            "option": [f"{'ABCDE'[k]}. {row[f'option {k}']}" for k in range(5)],
+            "answer": str(known[row["q_uid"]]) if answers and row["q_uid"] in known else "",
+        }
+        for number, row in enumerate(release)
+    ]
+
+
+def test_egoschema_rows_read_like_the_release(tmp_path: Path) -> None:
+    release = load_benchmark("egoschema", EGO)
+    rows = egoschema_rows()
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "rows.json").write_text(json.dumps(rows))
+    for path in (tmp_path / "rows.jsonl", tmp_path / "rows.json"):
+        questions = load_benchmark("egoschema", path)
+        assert [(q.id, q.video, q.question, q.options, q.answer) for q in questions] == [
+            (q.id, q.video, q.question, q.options, q.answer) for q in release
+        ]
+        assert [q.extra["in_subset"] for q in questions] == [True, False, True]
+    # The numbers of an int64 parquet column read the same as digit strings.
+    pyarrow = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
+    subset = tmp_path / "hf" / "Subset"
+    subset.mkdir(parents=True)
+    numeric = [r | {"answer": int(r["answer"]) if r["answer"] else None} for r in rows]
+    parquet.write_table(pyarrow.Table.from_pylist(numeric), subset / "test-00000-of-00001.parquet")
+    from_parquet = load_benchmark("egoschema", tmp_path / "hf")  # the directory is enough
+    assert [q.answer for q in from_parquet] == [q.answer for q in release]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda rows: rows[1].update({"answer": "7"}), r"row 2 \(video_idx .*\).*out of range"),
+        (lambda rows: rows[0]["option"].pop(), "expected 5 options, got 4"),
+        (lambda rows: rows[2].pop("video_idx"), "row 3 lacks video_idx"),
+        (lambda rows: rows[2].update({"video_idx": rows[0]["video_idx"]}), "more than once"),
+    ],
+)
+def test_egoschema_malformed_rows(tmp_path: Path, edit, message: str) -> None:
+    rows = egoschema_rows()
+    edit(rows)
+    (tmp_path / "rows.json").write_text(json.dumps(rows))
+    with pytest.raises(DatasetError, match=message):
+        load_benchmark("egoschema", tmp_path / "rows.json")
+
+
+def test_an_egoschema_directory_with_two_row_files_is_refused(tmp_path: Path) -> None:
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / name).write_text(json.dumps(egoschema_rows()[0]) + "\n")
+    with pytest.raises(DatasetError, match=r"several EgoSchema row files \(a.jsonl, b.jsonl\)"):
+        load_benchmark("egoschema", tmp_path)
+
+
 def test_egoschema_submission_in_the_servers_form(tmp_path: Path) -> None:
     first, second, third = load_benchmark("egoschema", EGO)
     records = [

@@ -114,6 +114,21 @@ def read_json_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
+def read_parquet_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a Hugging Face parquet release, as dicts (pyarrow, the `eval` extra)."""
+    try:
+        import pyarrow.parquet as parquet
+    except ImportError:
+        raise DatasetError(
+            f"reading {path} needs pyarrow, which is not installed: run `pip install pyarrow` "
+            "(or install the `eval` extra), or pass the rows exported as JSON lines"
+        ) from None
+    try:
+        return parquet.read_table(path).to_pylist()
+    except Exception as exc:  # pyarrow raises several kinds; name the file instead
+        raise DatasetError(f"{path} is not a readable parquet file: {exc}") from None
+
+
 def json_list_of_objects(path: Path, data: Any, what: str) -> list[dict[str, Any]]:
     """``data`` checked to be a JSON list of objects (one per ``what``)."""
     if not isinstance(data, list):

@@ -1,14 +1,21 @@
-"""EgoSchema: ``questions.json`` and, when present, ``subset_answers.json``.
+"""EgoSchema, in either of its two released forms.
 
-``questions.json`` is a list of {``q_uid``, ``google_drive_id``, ``question``,
-``"option 0"`` … ``"option 4"``} (the option keys have a space in them); the video of a
-question is ``<q_uid>.mp4``. Only the 500-question subset has public answers, in
-``subset_answers.json`` as ``{q_uid: index}``; every other question loads with answer None
-and is scored by the official server, which takes predictions in that same
+- The release (``questions.json`` and, when present, ``subset_answers.json``):
+  ``questions.json`` is a list of {``q_uid``, ``google_drive_id``, ``question``,
+  ``"option 0"`` … ``"option 4"``} (the option keys have a space in them). Only the
+  500-question subset has public answers, in ``subset_answers.json`` as ``{q_uid: index}``.
+- The per-row multiple-choice form (the Hugging Face ``Subset`` and ``MC`` parquet files
+  that lmms-eval reads, or those rows as JSON / JSON lines): one question a row with
+  ``video_idx`` (the q_uid), ``question``, ``option`` (five "A. …" texts) and ``answer``
+  (the index, as a number or a digit string; empty or absent where it is not public).
+
+The video of a question is ``<q_uid>.mp4``. Questions without a public answer load with
+answer None and are scored by the official server, which takes predictions in the
 ``{q_uid: index}`` form: ``egoschema_submission`` turns a run's records into it.
 
-``--annotations`` is the directory holding both files (or ``questions.json`` itself, with
-``subset_answers.json`` looked for beside it). EgoSchema has no categories and no duration
+``--annotations`` is the directory holding ``questions.json`` (or that file itself, with
+``subset_answers.json`` looked for beside it), or a per-row file, or a directory holding
+one (``Subset/test-00000-of-00001.parquet``). EgoSchema has no categories and no duration
 groups (every clip is three minutes long).
 """
 
@@ -28,6 +35,8 @@ from videotapestry.eval.datasets.common import (
     json_list_of_objects,
     normalized_options,
     read_json,
+    read_json_lines,
+    read_parquet_rows,
     require,
     select_duration,
     text_field,
@@ -42,7 +51,15 @@ ANSWERS_FILE = "subset_answers.json"
 OPTION_KEYS = tuple(f"option {index}" for index in range(5))
 
 
+#: Suffixes of a per-row file; a directory without ``questions.json`` is searched for one.
+ROW_FILE_SUFFIXES = (".parquet", ".jsonl", ".json")
+ROW_FILE_PATTERNS = ("*.parquet", "*.jsonl", "Subset/*.parquet", "Subset/*.jsonl")
+
+
 def load_egoschema(path: Path, options: LoadOptions) -> list[EvalQuestion]:
+    rows_path = _row_file(path)
+    if rows_path is not None:
+        return _load_rows(rows_path, options)
     questions_path = find_file(path, (QUESTIONS_FILE,))
     answers = _subset_answers(questions_path.parent / ANSWERS_FILE)
     rows = json_list_of_objects(questions_path, read_json(questions_path), "question")
@@ -59,6 +76,64 @@ def load_egoschema(path: Path, options: LoadOptions) -> list[EvalQuestion]:
             f"{questions_path} does not hold (first: {unknown[0]}); are they from the same release?"
         )
     return select_duration(questions, options, questions_path, BENCHMARK, None)
+
+
+def _row_file(path: Path) -> Path | None:
+    """The per-row file ``path`` names or holds, or None for the release's ``questions.json``."""
+    if path.is_file():
+        if path.name == QUESTIONS_FILE or path.suffix.lower() not in ROW_FILE_SUFFIXES:
+            return None
+        if path.suffix.lower() == ".json":  # the release's layout, under another name?
+            data = read_json(path)
+            first = data[0] if isinstance(data, list) and data else None
+            return path if isinstance(first, dict) and "video_idx" in first else None
+        return path
+    if (path / QUESTIONS_FILE).is_file() or not path.is_dir():
+        return None
+    found = sorted({c for pattern in ROW_FILE_PATTERNS for c in path.glob(pattern)})
+    if len(found) > 1:
+        listed = ", ".join(str(candidate.relative_to(path)) for candidate in found)
+        raise DatasetError(f"{path} holds several EgoSchema row files ({listed}); pass one")
+    return found[0] if found else None
+
+
+def _load_rows(path: Path, options: LoadOptions) -> list[EvalQuestion]:
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        numbered = list(enumerate(read_parquet_rows(path), start=1))
+        questions = [_row_question(f"{path}: row {n}", row) for n, row in numbered]
+    elif suffix == ".jsonl":
+        questions = [_row_question(f"{path}:{n}", row) for n, row in read_json_lines(path)]
+    else:
+        rows = json_list_of_objects(path, read_json(path), "row")
+        questions = [_row_question(f"{path}: row {n}", row) for n, row in enumerate(rows, 1)]
+    check_unique_ids(questions, path)
+    return select_duration(questions, options, path, BENCHMARK, None)
+
+
+def _row_question(where: str, row: dict[str, Any]) -> EvalQuestion:
+    require(row, ("video_idx", "question", "option"), where)
+    q_uid = text_field(row, "video_idx", where)
+    where = f"{where} (video_idx {q_uid})"
+    options = normalized_options(row["option"], where, (5,))
+    answer = row.get("answer")
+    if isinstance(answer, str) and answer.strip().isdigit():
+        answer = int(answer.strip())  # the Hugging Face rows keep the index as text
+    public = answer is not None and answer != ""
+    return check_question(
+        where,
+        lambda: EvalQuestion(
+            id=q_uid,
+            benchmark=BENCHMARK,
+            video_id=q_uid,
+            video=f"{q_uid}.mp4",
+            question=text_field(row, "question", where),
+            options=options,
+            answer=answer_letter(answer, options, where) if public else None,
+            extra={"in_subset": public}
+            | ({"question_idx": row["question_idx"]} if row.get("question_idx") else {}),
+        ),
+    )
 
 
 def _subset_answers(path: Path) -> dict[str, int]:

@@ -37,6 +37,7 @@ from videotapestry.eval.datasets.common import (
     normalized_options,
     read_json,
     read_json_lines,
+    read_parquet_rows,
     require,
     select_duration,
     text_field,
@@ -67,7 +68,7 @@ def load_videomme(path: Path, options: LoadOptions) -> list[EvalQuestion]:
     if path.suffix.lower() == ".parquet":
         questions = [
             _question(f"{path}: row {number}", row)
-            for number, row in enumerate(_parquet_rows(path), start=1)
+            for number, row in enumerate(read_parquet_rows(path), start=1)
         ]
     elif path.suffix.lower() == ".jsonl":
         questions = [_question(f"{path}:{number}", row) for number, row in read_json_lines(path)]
@@ -104,20 +105,6 @@ def _annotation_file(path: Path) -> Path:
         f"{path} holds no Video-MME annotations (looked for {', '.join(FILE_NAMES)} "
         "or a single .parquet / .json / .jsonl file)"
     )
-
-
-def _parquet_rows(path: Path) -> list[dict[str, Any]]:
-    try:
-        import pyarrow.parquet as parquet
-    except ImportError:
-        raise DatasetError(
-            f"reading {path} needs pyarrow, which is not installed: run `pip install pyarrow` "
-            "(or install the `eval` extra), or pass Video-MME's JSON evaluation template or the rows exported as JSON lines"
-        ) from None
-    try:
-        return parquet.read_table(path).to_pylist()
-    except Exception as exc:  # pyarrow raises several kinds; name the file instead
-        raise DatasetError(f"{path} is not a readable parquet file: {exc}") from None
 
 
 def _template_questions(path: Path, videos: list[dict[str, Any]]) -> list[EvalQuestion]:
