@@ -244,6 +244,19 @@ def test_a_missing_video_or_memory_fails_its_request_not_the_run(work: Path) -> 
     assert record.status == "failed" and record.error_type == "MissingMemoryError"
 
 
+def test_the_same_failure_on_the_first_questions_stops_the_lmms_eval_run(work: Path) -> None:
+    """With stop_after=1 the missing memory is a failure every question would repeat: the
+    run stops with the reason instead of a results file that scores the rest as wrong."""
+    args = method_args(work, "no-memories", "run-stopped", stop_after="1")
+    process, results = lmms_eval_run(work, FAILING_TASK, "out-stopped", args)
+    said = process.stdout + process.stderr
+    assert results is None, "lmms-eval scored a run that stopped"
+    assert "RunStoppedError" in said and "the run stopped early" in said
+    assert "rerun with the same output_dir to resume" in said
+    [record] = read_records(work / "run-stopped").records
+    assert record.status == "failed" and record.error_type == "MissingMemoryError"
+
+
 def test_log_likelihood_requests_are_refused_not_scored(work: Path) -> None:
     from videotapestry.integrations.lmms_eval import VideoTapestryLMMS
 

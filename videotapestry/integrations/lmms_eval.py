@@ -8,6 +8,9 @@ the question and options come from the task's own record (``self.task_dict[task]
 [doc_id]``) and the video path from the task's ``doc_to_visual``; the method answers with
 the option letter, which every multiple-choice extraction of lmms-eval reads.
 
+A failure of one request is that request's response (``lmms_session.failure_response``);
+an error that every request would repeat stops lmms-eval's run with the reason.
+
 Only ``generate_until`` is answered. Log-likelihood requests (``output_type:
 multiple_choice`` tasks such as ``egoschema_mcppl``) score each option by a loss, and the
 method has none to give: returning made-up numbers would be scored as if they were real,
@@ -23,6 +26,7 @@ from lmms_eval.api.model import lmms
 from loguru import logger
 
 from videotapestry.errors import VideoTapestryError
+from videotapestry.eval.answering import RunStoppedError
 from videotapestry.eval.questions import EvalQuestion
 from videotapestry.eval.records import ResultRecord
 from videotapestry.eval.runner import MissingVideoError
@@ -75,7 +79,15 @@ class VideoTapestryLMMS(lmms):
             self.session.answer(list(questions.values())) if questions else ({}, None)
         )
         if stopped:
-            logger.error(f"videotapestry: the run stopped early: {stopped}")
+            # An error every question would repeat (a refused key, the same failure on the
+            # first questions): lmms-eval would score the rest as wrong answers, a result
+            # that says nothing about the method. Stop its run instead; what was answered
+            # is kept, and a rerun with the same output_dir resumes.
+            raise RunStoppedError(
+                f"videotapestry: the run stopped early: {stopped}. The questions answered so "
+                f"far are in {self.session.run_dir.path / 'results.jsonl'}; rerun with the "
+                "same output_dir to resume"
+            )
         return [
             slot if isinstance(slot, GenerationResult) else self._response(questions[slot], records)
             for slot in slots
