@@ -120,19 +120,16 @@ def _row_question(where: str, row: dict[str, Any]) -> EvalQuestion:
     if isinstance(answer, str) and answer.strip().isdigit():
         answer = int(answer.strip())  # the Hugging Face rows keep the index as text
     public = answer is not None and answer != ""
-    return check_question(
+    extra: dict[str, Any] = {"in_subset": public}
+    if row.get("question_idx"):
+        extra["question_idx"] = row["question_idx"]
+    return _egoschema_question(
         where,
-        lambda: EvalQuestion(
-            id=q_uid,
-            benchmark=BENCHMARK,
-            video_id=q_uid,
-            video=f"{q_uid}.mp4",
-            question=text_field(row, "question", where),
-            options=options,
-            answer=answer_letter(answer, options, where) if public else None,
-            extra={"in_subset": public}
-            | ({"question_idx": row["question_idx"]} if row.get("question_idx") else {}),
-        ),
+        q_uid,
+        text_field(row, "question", where),
+        options,
+        answer_letter(answer, options, where) if public else None,
+        extra,
     )
 
 
@@ -165,6 +162,18 @@ def _question(where: str, row: dict[str, Any], answers: dict[str, int]) -> EvalQ
     extra: dict[str, Any] = {"in_subset": q_uid in answers}
     if row.get("google_drive_id"):
         extra["google_drive_id"] = row["google_drive_id"]
+    return _egoschema_question(where, q_uid, text, options, answer, extra)
+
+
+def _egoschema_question(
+    where: str,
+    q_uid: str,
+    text: str,
+    options: list[str],
+    answer: str | None,
+    extra: dict[str, Any],
+) -> EvalQuestion:
+    """Either form's question: its id, video id and video file are all the q_uid."""
     return check_question(
         where,
         lambda: EvalQuestion(
