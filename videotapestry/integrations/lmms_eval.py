@@ -37,7 +37,6 @@ from videotapestry.integrations.lmms_session import (
     error_text,
     failure_message,
     failure_response,
-    response_text,
 )
 
 
@@ -101,7 +100,7 @@ class VideoTapestryLMMS(lmms):
             doc_id = question.extra["doc_id"]
             return self._failed(question.benchmark, doc_id, failure_message(record))
         return GenerationResult(
-            text=response_text(record),
+            text=record.prediction,
             token_counts=TokenCounts(
                 input_tokens=record.usage.prompt_tokens,
                 output_tokens=record.usage.completion_tokens,

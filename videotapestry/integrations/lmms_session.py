@@ -198,18 +198,6 @@ class LmmsSession:
             self._closed = True
 
 
-def response_text(record: ResultRecord | None) -> str:
-    """What lmms-eval gets for one request: the answer letter, or an error response.
-
-    lmms-eval's answer extraction reads the letter; a failed or skipped question gets an
-    error response (``failure_response``) instead of a crashed run, and its record in
-    ``results.jsonl`` holds the exact error.
-    """
-    if record is not None and record.status == "answered" and record.prediction:
-        return record.prediction
-    return failure_response(failure_message(record))
-
-
 def failure_message(record: ResultRecord | None) -> str:
     """Why a question has no answer, as the error said it (for the log)."""
     if record is None:

@@ -51,21 +51,30 @@ ANSWERS_FILE = "subset_answers.json"
 OPTION_KEYS = tuple(f"option {index}" for index in range(5))
 
 
-#: Suffixes of a per-row file; a directory without ``questions.json`` is searched for one.
-ROW_FILE_SUFFIXES = (".parquet", ".jsonl", ".json")
+#: Per-row files a directory without ``questions.json`` is searched for (a ``.json`` file of
+#: rows is told from the release's ``questions.json`` by its keys, once read).
 ROW_FILE_PATTERNS = ("*.parquet", "*.jsonl", "Subset/*.parquet", "Subset/*.jsonl")
 
 
 def load_egoschema(path: Path, options: LoadOptions) -> list[EvalQuestion]:
     rows_path = _row_file(path)
     if rows_path is not None:
-        return _load_rows(rows_path, options)
+        if rows_path.suffix.lower() == ".parquet":
+            numbered = enumerate(read_parquet_rows(rows_path), start=1)
+            rows = [(f"{rows_path}: row {n}", row) for n, row in numbered]
+        else:
+            rows = [(f"{rows_path}:{n}", row) for n, row in read_json_lines(rows_path)]
+        return _row_questions(rows_path, rows, options)
     questions_path = find_file(path, (QUESTIONS_FILE,))
+    release = json_list_of_objects(questions_path, read_json(questions_path), "question")
+    if release and "video_idx" in release[0]:  # per-row form, as one JSON list
+        numbered = enumerate(release, start=1)
+        rows = [(f"{questions_path}: row {n}", row) for n, row in numbered]
+        return _row_questions(questions_path, rows, options)
     answers = _subset_answers(questions_path.parent / ANSWERS_FILE)
-    rows = json_list_of_objects(questions_path, read_json(questions_path), "question")
     questions = [
         _question(f"{questions_path}: question {number}", row, answers)
-        for number, row in enumerate(rows, start=1)
+        for number, row in enumerate(release, start=1)
     ]
     check_unique_ids(questions, questions_path)
     known = {question.id for question in questions}
@@ -79,15 +88,9 @@ def load_egoschema(path: Path, options: LoadOptions) -> list[EvalQuestion]:
 
 
 def _row_file(path: Path) -> Path | None:
-    """The per-row file ``path`` names or holds, or None for the release's ``questions.json``."""
+    """The parquet or JSON-lines file of rows ``path`` names or holds, else None."""
     if path.is_file():
-        if path.name == QUESTIONS_FILE or path.suffix.lower() not in ROW_FILE_SUFFIXES:
-            return None
-        if path.suffix.lower() == ".json":  # the release's layout, under another name?
-            data = read_json(path)
-            first = data[0] if isinstance(data, list) and data else None
-            return path if isinstance(first, dict) and "video_idx" in first else None
-        return path
+        return path if path.suffix.lower() in (".parquet", ".jsonl") else None
     if (path / QUESTIONS_FILE).is_file() or not path.is_dir():
         return None
     found = sorted({c for pattern in ROW_FILE_PATTERNS for c in path.glob(pattern)})
@@ -97,16 +100,10 @@ def _row_file(path: Path) -> Path | None:
     return found[0] if found else None
 
 
-def _load_rows(path: Path, options: LoadOptions) -> list[EvalQuestion]:
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        numbered = list(enumerate(read_parquet_rows(path), start=1))
-        questions = [_row_question(f"{path}: row {n}", row) for n, row in numbered]
-    elif suffix == ".jsonl":
-        questions = [_row_question(f"{path}:{n}", row) for n, row in read_json_lines(path)]
-    else:
-        rows = json_list_of_objects(path, read_json(path), "row")
-        questions = [_row_question(f"{path}: row {n}", row) for n, row in enumerate(rows, 1)]
+def _row_questions(
+    path: Path, rows: list[tuple[str, dict[str, Any]]], options: LoadOptions
+) -> list[EvalQuestion]:
+    questions = [_row_question(where, row) for where, row in rows]
     check_unique_ids(questions, path)
     return select_duration(questions, options, path, BENCHMARK, None)
 
