@@ -223,6 +223,20 @@ class LoopLag:
             self._task.cancel()
 
 
+def eval_overrides(base_url: str) -> list[str]:
+    """The config of every benchmarked eval run: the fake server, no cache, subtitles for
+    speech, the packaged embedder, and room for every question's calls at once."""
+    return [
+        f"models.default.base_url={base_url}",
+        "models.default.timeout_s=60",
+        "models.max_concurrency_per_endpoint=64",
+        "cache.enabled=false",
+        "asr.source=subtitles",
+        "embedding.model=packaged:all-MiniLM-L6-v2",
+        "embedding.query_prompt_name=null",
+    ]
+
+
 async def run_eval(args, base_url: str, annotations: Path, videos: Path, memories: Path, subs):
     from videotapestry.api import VideoTapestry
     from videotapestry.eval.datasets import load_benchmark
@@ -231,13 +245,7 @@ async def run_eval(args, base_url: str, annotations: Path, videos: Path, memorie
 
     vt = VideoTapestry(
         overrides=[
-            f"models.default.base_url={base_url}",
-            "models.default.timeout_s=60",
-            "models.max_concurrency_per_endpoint=64",
-            "cache.enabled=false",
-            "asr.source=subtitles",
-            "embedding.model=packaged:all-MiniLM-L6-v2",
-            "embedding.query_prompt_name=null",
+            *eval_overrides(base_url),
             *args.override,
         ]
     )

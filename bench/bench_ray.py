@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_builder import cheap_model
+from bench_eval import eval_overrides
 
 from videotapestry.config import Config, load_config
 from videotapestry.executors import BuildJob, LocalExecutor
@@ -309,13 +310,7 @@ def eval_once(
     annotations, videos, memories, subtitles, work = data
     vt = VideoTapestry(
         overrides=[
-            f"models.default.base_url={base_url}",
-            "models.default.timeout_s=60",
-            "models.max_concurrency_per_endpoint=64",
-            "cache.enabled=false",
-            "asr.source=subtitles",
-            "embedding.model=packaged:all-MiniLM-L6-v2",
-            "embedding.query_prompt_name=null",
+            *eval_overrides(base_url),
             f"executor.ray.eval.workers={ray_workers or 1}",
         ]
     )
