@@ -38,6 +38,7 @@ import statistics
 import time
 from pathlib import Path
 
+from bench_method import hour_subtitles
 from bench_video_sampling import long_video
 
 CACHE = Path(__file__).resolve().parent / ".cache" / "eval"
@@ -116,15 +117,7 @@ def inputs(videos: int, questions: int, source: str, gop: int) -> tuple[Path, Pa
         )
         print(f"embedding memory v{n} (one-off, cached) ...", flush=True)
         save_memory(ensure_embeddings(memory, embedder), target)
-    subtitles = subtitle_dir / "hour.srt"
-    if not subtitles.exists():
-        blocks = []
-        for n, start in enumerate(range(0, 3600, 8), 1):
-            blocks.append(
-                f"{n}\n{_srt_time(start)} --> {_srt_time(start + 3)}\n"
-                f"Line {n}: someone talks about the oven.\n"
-            )
-        subtitles.write_text("\n".join(blocks), encoding="utf-8")
+    hour_subtitles(subtitle_dir / "hour.srt")
     annotations = CACHE / f"questions_{questions}x{videos}.jsonl"
     with annotations.open("w", encoding="utf-8") as handle:
         for n in range(questions):
@@ -143,11 +136,6 @@ def inputs(videos: int, questions: int, source: str, gop: int) -> tuple[Path, Pa
             }
             handle.write(json.dumps(row) + "\n")
     return annotations, video_dir, memory_dir, subtitle_dir
-
-
-def _srt_time(seconds: int) -> str:
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d},000"
 
 
 def critical_path_calls(trace: dict) -> int:

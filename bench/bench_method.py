@@ -67,16 +67,20 @@ def inputs(gop: int) -> tuple[Path, Path, Path]:
     if not (memory_dir / "manifest.json").exists():
         memory = synthetic_memory(duration_s=3600, supers=12, macros_per_super=10, fingerprint=None)
         save_memory(memory, memory_dir)
-    subtitles = CACHE / "hour.srt"
-    if not subtitles.exists():
+    return memory_dir, long_video(60, gop=gop), hour_subtitles(CACHE / "hour.srt")
+
+
+def hour_subtitles(path: Path) -> Path:
+    """An hour of subtitles at ``path`` (written once): a short line every 8 s."""
+    if not path.exists():
         blocks = []
         for n, start in enumerate(range(0, 3600, 8), 1):
             blocks.append(
                 f"{n}\n{_srt_time(start)} --> {_srt_time(start + 3)}\n"
                 f"Line {n}: someone talks about the oven.\n"
             )
-        subtitles.write_text("\n".join(blocks), encoding="utf-8")
-    return memory_dir, long_video(60, gop=gop), subtitles
+        path.write_text("\n".join(blocks), encoding="utf-8")
+    return path
 
 
 class PhaseTimer:
