@@ -22,9 +22,10 @@ import openai
 from PIL import Image
 
 from videotapestry.config import load_config
-from videotapestry.llm import ImagePart, ModelService
+from videotapestry.contracts.method import FinalAnswer, VisualObservation
+from videotapestry.images import ImagePart
+from videotapestry.llm import ModelService
 from videotapestry.prompts import PromptRegistry
-from videotapestry.schemas import FinalAnswer, VisualObservation
 from videotapestry.testing import FakeOpenAIServer, FakeReply
 
 REPLY = {"reasoning": "r", "answer": "A", "observation_result": "o"}

@@ -228,7 +228,7 @@ def eval_overrides(base_url: str) -> list[str]:
 async def run_eval(args, base_url: str, annotations: Path, videos: Path, memories: Path, subs):
     from videotapestry.api import VideoTapestry
     from videotapestry.eval.datasets import load_benchmark
-    from videotapestry.eval.run_dir import RunDirectory, new_run_info
+    from videotapestry.eval.run_writer import RunDirectory, new_run_info
     from videotapestry.eval.runner import EvalRunner, Inputs, RunnerOptions
 
     vt = VideoTapestry(

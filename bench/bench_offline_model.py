@@ -23,8 +23,8 @@ from pathlib import Path
 from videotapestry.api import VideoTapestry
 from videotapestry.config import load_config
 from videotapestry.llm.client import default_client_factories
-from videotapestry.llm.offline import OfflineClientFactory
 from videotapestry.llm.service import ModelService
+from videotapestry.offline import OfflineClientFactory
 from videotapestry.testing.builder_media import (
     ScheduledText,
     make_text_schedule_video,

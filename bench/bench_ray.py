@@ -304,7 +304,7 @@ def eval_once(
 
     from videotapestry.api import VideoTapestry
     from videotapestry.eval.datasets import load_benchmark
-    from videotapestry.eval.run_dir import RunDirectory, new_run_info
+    from videotapestry.eval.run_writer import RunDirectory, new_run_info
     from videotapestry.eval.runner import EvalRunner, Inputs, RunnerOptions
 
     annotations, videos, memories, subtitles, work = data

@@ -16,9 +16,9 @@ import os
 import tempfile
 
 from videotapestry.config import load_config
+from videotapestry.contracts.method import FinalAnswer
 from videotapestry.llm import ModelService
 from videotapestry.prompts import PromptRegistry
-from videotapestry.schemas import FinalAnswer
 from videotapestry.testing import FakeOpenAIServer, FakeReply
 
 

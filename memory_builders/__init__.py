@@ -31,8 +31,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # Imported lazily: ``videotapestry.cli`` imports ``memory_builders.cli`` for its parser,
-    # which must not pull in the whole builder (video, OCR, embeddings) at start-up.
+    # Imported lazily: ``videotapestry.cli`` imports ``videotapestry.commands.build_memory``
+    # for its parser, which must not pull in the whole builder (video, OCR, embeddings) at
+    # start-up.
     if name in ("BuildResult", "MemoryBuilder"):
         from memory_builders import builder
 

@@ -36,20 +36,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from memory_builders import clips as clipping
 from memory_builders import entities as unification
 from memory_builders import macro as macros
 from memory_builders import summary as stages
 from memory_builders.checkpoints import CheckpointStore, stage_key
-from memory_builders.clips import ClipSpan
-from memory_builders.ocr import (
-    OcrEngine,
-    OcrStats,
-    TextSpan,
-    frames_to_read,
-    make_ocr_engine,
-    read_texts,
-)
 from memory_builders.progress import BuildProgress
 from memory_builders.report import (
     BUILDER_VERSION,
@@ -63,7 +53,12 @@ from memory_builders.report import (
     usage_dict,
 )
 from memory_builders.scan import KeptFrame, ScanResult, frames_present, load_frame, scan_video
-from memory_builders.schemas import (
+from memory_builders.segmentation import ClipSpan, plan_clips
+from memory_builders.transcript import TranscriptResult, make_transcript, transcript_plan
+from videotapestry.asr import format_transcript, lines_in_windows
+from videotapestry.asr.stored import TRANSCRIPT_FILE
+from videotapestry.config import Config, load_config
+from videotapestry.contracts.builder import (
     BUILDER_PROMPT_ROLES,
     ClipPerception,
     EntityMergeDecisions,
@@ -72,10 +67,7 @@ from memory_builders.schemas import (
     RootSummary,
     SuperStages,
 )
-from memory_builders.transcript import TranscriptResult, make_transcript, transcript_plan
-from videotapestry.asr import format_transcript, lines_in_windows
-from videotapestry.asr.stored import TRANSCRIPT_FILE
-from videotapestry.config import Config, load_config
+from videotapestry.contracts.fields import RoleOutput
 from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
 from videotapestry.errors import (
     ImageLimitError,
@@ -87,8 +79,9 @@ from videotapestry.errors import (
     StructuredOutputError,
     VideoTapestryError,
 )
+from videotapestry.files import write_json_atomic
+from videotapestry.images import ImagePart
 from videotapestry.llm.service import ModelService, ModelSession
-from videotapestry.llm.types import ImagePart
 from videotapestry.llm.usage import UsageSummary
 from videotapestry.memory import (
     Clip,
@@ -103,11 +96,18 @@ from videotapestry.memory import (
     load_memory,
     save_memory,
 )
-from videotapestry.memory.schema import EntityGroup
-from videotapestry.memory.serialize import clock, clock_range, node_line
-from videotapestry.memory.storage import MANIFEST_FILE, new_manifest, write_json_atomic
+from videotapestry.memory.prompt_text import clock, clock_range, node_line
+from videotapestry.memory.storage import MANIFEST_FILE, new_manifest
+from videotapestry.memory.types import EntityGroup
+from videotapestry.ocr import (
+    OcrEngine,
+    OcrStats,
+    TextSpan,
+    frames_to_read,
+    make_ocr_engine,
+    read_texts,
+)
 from videotapestry.prompts import PromptRegistry, short_hash
-from videotapestry.schemas import RoleOutput
 from videotapestry.timecode import format_timestamp
 from videotapestry.video import probe
 from videotapestry.video.encoding import encode_jpeg, frame_images
@@ -200,6 +200,25 @@ class MemoryBuilder:
             export_dir=Path(export_memdreamer) if export_memdreamer else None,
         )
         return await run.execute()
+
+
+def create_builder(
+    config: Config,
+    *,
+    service: ModelService,
+    embedder: Embedder,
+    prompts: PromptRegistry,
+    progress: bool = False,
+) -> MemoryBuilder:
+    """The ``videotapestry.memory_builders`` entry point: how ``VideoTapestry.build_memory``
+    gets a builder that shares its config, models, embedder and prompts."""
+    return MemoryBuilder(
+        config,
+        service=service,
+        embedder=embedder,
+        prompts=prompts,
+        progress=BuildProgress(enabled=progress),
+    )
 
 
 # --------------------------------------------------------------------------- one build
@@ -392,7 +411,7 @@ class _BuildRun:
 
     def _clip_stage(self) -> None:
         bounds = self.settings.clips
-        self.clips = clipping.plan_clips(
+        self.clips = plan_clips(
             self.info.duration_s, self.scan.cuts, min_s=bounds.min_s, max_s=bounds.max_s
         )
         self.report.clips = len(self.clips)

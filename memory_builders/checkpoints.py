@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from videotapestry.memory.storage import write_json_atomic
+from videotapestry.files import write_json_atomic
 
 CHECKPOINT_VERSION = 1
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memory_builders.ocr import text_key
-from videotapestry.memory.schema import EntityGroup, EntityNode
+from videotapestry.memory.types import EntityGroup, EntityNode
+from videotapestry.ocr import text_key
 
 
 @dataclass

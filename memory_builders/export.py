@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from videotapestry.errors import MemoryFormatError
+from videotapestry.files import write_json_atomic
 from videotapestry.memory import EntityNode, VideoMemory, export_memdreamer
 from videotapestry.memory.memdreamer import (
     GRAPH_FILE,
@@ -33,7 +34,6 @@ from videotapestry.memory.memdreamer import (
     SUBGRAPH_FILE,
     UNIFICATION_FILE,
 )
-from videotapestry.memory.storage import write_json_atomic
 
 EMBEDDINGS_FILE = "embeddings.json"
 

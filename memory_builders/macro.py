@@ -29,10 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from memory_builders.clips import ClipSpan
-from memory_builders.ocr import TextSpan, same_text, text_key
-from memory_builders.schemas import ProposedRelation
-from videotapestry.memory.schema import (
+from memory_builders.segmentation import ClipSpan
+from videotapestry.contracts.builder import ProposedRelation
+from videotapestry.memory.types import (
     RELATION_TYPES,
     EntityNode,
     EventNode,
@@ -40,6 +39,7 @@ from videotapestry.memory.schema import (
     Relation,
     TimeRange,
 )
+from videotapestry.ocr import TextSpan, same_text, text_key
 
 #: Length given to an Entity's time range after its grounding moment (as MemDreamer import).
 ENTITY_SPAN_S = 5.0

@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memory_builders.schemas import SuperStage
+from videotapestry.contracts.builder import SuperStage
 
 
 @dataclass

@@ -22,7 +22,7 @@ from videotapestry.agents.rules import (
     validate_decision,
 )
 from videotapestry.asr import TranscriptLine
-from videotapestry.schemas import Decision
+from videotapestry.contracts.method import Decision
 
 OPTIONS = ["A. Red", "B. Blue", "C. Green", "D. White"]
 SUPERS = ["super_01", "super_02", "super_03", "super_04", "super_05"]

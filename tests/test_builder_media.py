@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from memory_builders.builder import MemoryBuilder
-from memory_builders.ocr import same_text, text_key
 from memory_builders.progress import BuildProgress
 from videotapestry.api import VideoTapestry
 from videotapestry.asr.stored import StoredTranscript
 from videotapestry.config import load_config
 from videotapestry.memory import EntityNode, OCRTextNode
+from videotapestry.ocr import same_text, text_key
 from videotapestry.testing import FakeOpenAIServer
 from videotapestry.testing.builder_media import make_text_schedule_video, text_schedule
 from videotapestry.testing.media import make_scenes

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory_builders.schemas import BUILDER_PROMPT_ROLES, BUILDER_SCHEMAS
 from videotapestry.config import MODEL_ROLES
+from videotapestry.contracts.builder import BUILDER_PROMPT_ROLES, BUILDER_SCHEMAS
 from videotapestry.prompts import PromptRegistry
 
 VARIABLES: dict[str, dict] = {

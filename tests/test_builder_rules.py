@@ -16,13 +16,18 @@ from memory_builders import entities as unification
 from memory_builders import macro as macros
 from memory_builders.builder import normalize_perception, select_frames
 from memory_builders.checkpoints import CheckpointStore, stage_key
-from memory_builders.clips import ClipSpan, plan_clips
-from memory_builders.ocr import OcrHit, frames_to_read, read_texts, same_text, text_key
 from memory_builders.scan import KeptFrame
-from memory_builders.schemas import ClipPerception, MacroBoundaries, ProposedRelation, SuperStage
+from memory_builders.segmentation import ClipSpan, plan_clips
 from memory_builders.summary import stages_by_time, stages_from_reply
 from videotapestry.config import BuilderOcrSettings
+from videotapestry.contracts.builder import (
+    ClipPerception,
+    MacroBoundaries,
+    ProposedRelation,
+    SuperStage,
+)
 from videotapestry.memory import EntityNode, Relation, TimeRange
+from videotapestry.ocr import OcrHit, frames_to_read, read_texts, same_text, text_key
 
 # --------------------------------------------------------------------------- clips
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from videotapestry.config import load_config
+from videotapestry.contracts.method import FinalAnswer
 from videotapestry.llm import ModelService
 from videotapestry.prompts import PromptRegistry
-from videotapestry.schemas import FinalAnswer
 from videotapestry.testing import FakeOpenAIServer, FakeReply
 
 PROMPTS = 12

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_builders.schemas import BUILDER_SCHEMAS
 from videotapestry.cli import main
-from videotapestry.schemas import OUTPUT_SCHEMAS
+from videotapestry.contracts.builder import BUILDER_SCHEMAS
+from videotapestry.contracts.method import OUTPUT_SCHEMAS
 from videotapestry.testing import FakeOpenAIServer, FakeReply
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from videotapestry.eval.records import ResultRecord
-from videotapestry.eval.results import (
+from videotapestry.eval.run_reader import (
     RunDirectoryError,
     finished_keys,
     latest,

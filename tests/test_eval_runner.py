@@ -22,8 +22,8 @@ from title_eval import annotations, asked_questions, eval_args, question_text, t
 
 from videotapestry.cli import main
 from videotapestry.eval.records import ResultRecord
-from videotapestry.eval.results import read_records, read_run_info
-from videotapestry.eval.run_dir import ResultsWriter, identity_differences, trace_name
+from videotapestry.eval.run_reader import read_records, read_run_info
+from videotapestry.eval.run_writer import ResultsWriter, identity_differences, trace_name
 from videotapestry.memory import load_memory
 from videotapestry.testing import FakeOpenAIServer, FakeReply
 from videotapestry.testing.media import make_test_video
@@ -331,7 +331,7 @@ def test_a_run_made_with_another_config_is_refused_without_force(
 
 def test_identity_names_prompt_and_model_changes(data: Path) -> None:
     from videotapestry.config import load_config
-    from videotapestry.eval.run_dir import new_run_info
+    from videotapestry.eval.run_writer import new_run_info
     from videotapestry.prompts import PromptRegistry
 
     def info(*overrides: str, prompts: PromptRegistry | None = None):

@@ -188,7 +188,8 @@ def test_build_memory_cli_joins_a_cluster_and_reports_each_video(
 def test_nothing_imports_ray_until_chosen_and_without_it_the_error_names_the_extra() -> None:
     # In a process of its own: this one holds the test cluster's Ray.
     code = (
-        "import sys, videotapestry.cli, videotapestry.executors, memory_builders.cli, "
+        "import sys, videotapestry.cli, videotapestry.executors, "
+        "videotapestry.commands.build_memory, "
         "videotapestry.api, videotapestry.config, videotapestry.eval.runner\n"
         "from videotapestry.cli import build_parser\n"
         "build_parser()\n"

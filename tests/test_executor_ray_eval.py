@@ -22,7 +22,7 @@ from title_eval import annotations, asked_questions, title_data
 from title_eval import eval_args as title_eval_args
 
 from videotapestry.cli import main
-from videotapestry.eval.results import latest, read_records
+from videotapestry.eval.run_reader import latest, read_records
 from videotapestry.testing import FakeOpenAIServer
 from videotapestry.testing.scripted import ScriptedModel
 

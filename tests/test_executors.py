@@ -10,7 +10,7 @@ import pytest
 from videotapestry.config import load_config
 from videotapestry.errors import ConfigError
 from videotapestry.executors import BuildJob, LocalExecutor, make_executor
-from videotapestry.executors.work import portable_config
+from videotapestry.executors.tasks import portable_config
 
 
 def test_the_config_chooses_the_executor_and_bad_names_are_refused() -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import SECRET_KEY, fake_config, jpeg_bytes
 
+from videotapestry.contracts.method import FinalAnswer, VisualObservation
 from videotapestry.errors import (
     ImageLimitError,
     ModelAuthError,
@@ -21,9 +22,9 @@ from videotapestry.errors import (
     ModelTimeoutError,
     StructuredOutputError,
 )
-from videotapestry.llm import ImagePart, ModelService
+from videotapestry.images import ImagePart
+from videotapestry.llm import ModelService
 from videotapestry.prompts import PromptRegistry
-from videotapestry.schemas import FinalAnswer, VisualObservation
 from videotapestry.testing import FakeOpenAIServer, FakeReply, RecordedRequest
 
 ANSWER = {"reasoning": "The memory says the car is blue.", "answer": "B"}

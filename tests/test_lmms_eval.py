@@ -26,7 +26,7 @@ else:
 
 from videotapestry.cli import main
 from videotapestry.demo import sample_questions, sample_video_path
-from videotapestry.eval.results import read_records
+from videotapestry.eval.run_reader import read_records
 
 pytestmark = pytest.mark.slow
 

@@ -8,8 +8,8 @@ import pytest
 
 from videotapestry.errors import MemoryNodeNotFoundError
 from videotapestry.memory import VideoMemory, import_memdreamer
-from videotapestry.memory.inspect import memory_html, memory_summary, memory_tree
-from videotapestry.memory.serialize import (
+from videotapestry.memory.inspect import memory_summary, memory_tree
+from videotapestry.memory.prompt_text import (
     clock,
     serialize_macro_events,
     serialize_nodes,
@@ -19,6 +19,7 @@ from videotapestry.memory.serialize import (
     serialize_super_events,
 )
 from videotapestry.tokens import estimate_tokens
+from videotapestry.views.memory_page import memory_html
 
 SAMPLE = Path(__file__).parent / "fixtures" / "memdreamer_sample"
 

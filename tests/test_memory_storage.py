@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from videotapestry import files
 from videotapestry.errors import FingerprintMismatchError, MemoryFormatError
 from videotapestry.memory import (
     Clip,
@@ -18,7 +19,6 @@ from videotapestry.memory import (
     import_memdreamer,
     load_memory,
     save_memory,
-    storage,
 )
 from videotapestry.memory.embedding_index import current_digest
 
@@ -180,7 +180,7 @@ def test_interrupted_save_leaves_the_previous_files_intact(
     def failing_replace(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(storage.os, "replace", failing_replace)
+    monkeypatch.setattr(files.os, "replace", failing_replace)
     with pytest.raises(OSError, match="No space left"):
         save_memory(with_vectors(sample), path)
     monkeypatch.undo()

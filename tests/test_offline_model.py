@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from memory_builders.schemas import BUILDER_SCHEMAS
 from videotapestry.api import VideoTapestry
 from videotapestry.config import load_config
+from videotapestry.contracts.builder import BUILDER_SCHEMAS
+from videotapestry.contracts.method import OUTPUT_SCHEMAS
 from videotapestry.llm.client import default_client_factories
-from videotapestry.llm.offline import OfflineClientFactory
-from videotapestry.llm.offline.seeing import Perception
 from videotapestry.llm.service import ModelService
-from videotapestry.schemas import OUTPUT_SCHEMAS
+from videotapestry.offline import OfflineClientFactory
+from videotapestry.offline.perception import Perception
 from videotapestry.testing.builder_media import ScheduledText, make_text_schedule_video
 
 QUESTION = "What is the exit code shown on the sign?"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from videotapestry import hub
+from videotapestry import pretrained_models as hub
 from videotapestry.asr.whisper import WhisperTranscriber
 from videotapestry.config import AsrConfig, EmbeddingConfig
 from videotapestry.embeddings import EmbeddingError, SentenceTransformerEmbedder

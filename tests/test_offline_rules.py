@@ -14,9 +14,11 @@ import pytest
 
 from videotapestry.config import load_config
 from videotapestry.errors import ConfigError, ModelRequestError
-from videotapestry.llm.offline import OfflineClientFactory
-from videotapestry.llm.offline.builder_roles import boundary_cuts, same_entity, stage_cuts
-from videotapestry.llm.offline.matching import (
+from videotapestry.llm.service import ModelService
+from videotapestry.llm.types import Message, ModelRequest
+from videotapestry.offline import OfflineClientFactory
+from videotapestry.offline.builder_roles import boundary_cuts, same_entity, stage_cuts
+from videotapestry.offline.matching import (
     best_option,
     contains_phrase,
     distinctive_words,
@@ -24,8 +26,8 @@ from videotapestry.llm.offline.matching import (
     score_options,
     split_units,
 )
-from videotapestry.llm.offline.query_roles import merge_ranges, readings
-from videotapestry.llm.offline.reading import (
+from videotapestry.offline.perception import Perception, grid_layout, label_keys
+from videotapestry.offline.prompt_reading import (
     read_entries,
     read_facts,
     read_question,
@@ -33,9 +35,7 @@ from videotapestry.llm.offline.reading import (
     read_transcript,
     section,
 )
-from videotapestry.llm.offline.seeing import Perception, grid_layout, label_keys
-from videotapestry.llm.service import ModelService
-from videotapestry.llm.types import Message, ModelRequest
+from videotapestry.offline.query_roles import merge_ranges, readings
 from videotapestry.video.encoding import frame_images, overview_images
 from videotapestry.video.reader import Frame
 
@@ -100,8 +100,8 @@ def _frame(t: float, text: str, size: tuple[int, int] = (320, 180)) -> Frame:
 
 @pytest.fixture(scope="module")
 def engine():
-    from memory_builders.ocr import RapidOcrEngine
     from videotapestry.config import BuilderOcrSettings
+    from videotapestry.ocr import RapidOcrEngine
 
     return RapidOcrEngine(BuilderOcrSettings(threads=0))
 
@@ -147,7 +147,7 @@ def test_grid_layout_is_found_from_the_gaps_between_cells() -> None:
     config = load_config(profile="offline")
     frames = [_frame(k, "X") for k in range(4)]
     [grid] = overview_images(frames, config.images, config.agents.overview)
-    from videotapestry.llm.offline.seeing import decode_rgb
+    from videotapestry.offline.perception import decode_rgb
 
     image = decode_rgb(grid.jpeg)
     assert grid_layout(image, 4) == (3, 2)
@@ -263,11 +263,11 @@ def text_only(embedder) -> Perception:
 
 
 def _rule(name: str, perception: Perception, level: str | None = None, **variables) -> dict:
-    from memory_builders.schemas import BUILDER_SCHEMAS
-    from videotapestry.llm.offline.client import RULES
-    from videotapestry.llm.offline.reading import PromptView
+    from videotapestry.contracts.builder import BUILDER_SCHEMAS
+    from videotapestry.contracts.method import OUTPUT_SCHEMAS
+    from videotapestry.offline.client import RULES
+    from videotapestry.offline.prompt_reading import PromptView
     from videotapestry.prompts import PromptRegistry
-    from videotapestry.schemas import OUTPUT_SCHEMAS
 
     prompt = PromptRegistry().render(name, **variables)
     reply = RULES[name](PromptView(name, prompt.system, prompt.user, (), level), perception)

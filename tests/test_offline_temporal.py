@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from videotapestry.llm.offline.temporal import (
+from videotapestry.offline.temporal import (
     choose_by_time,
     moments,
     temporal_ask,

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from videotapestry.contracts.method import INSTRUCTION_TYPES, OUTPUT_SCHEMAS
 from videotapestry.errors import PromptError
 from videotapestry.prompts import PromptRegistry
 from videotapestry.resources import prompts_dir
-from videotapestry.schemas import INSTRUCTION_TYPES, OUTPUT_SCHEMAS
 
 LIMITS = {"max_observations": 2, "max_updates": 2, "max_calls": 4}
 QUESTION = {"question": "What is set on the oven?", "options": ["A. 180°C", "B. 220°C"]}

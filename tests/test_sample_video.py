@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_builders.ocr import RapidOcrEngine, text_key
 from videotapestry.asr import TranscriptCache, WhisperTranscriber
 from videotapestry.asr.audio import decode_audio_window
 from videotapestry.config import BuilderOcrSettings, load_config
@@ -33,6 +32,7 @@ from videotapestry.demo.script import (
 )
 from videotapestry.demo.speech import SPEECH_DIR, load_speech
 from videotapestry.errors import SampleVideoError
+from videotapestry.ocr import RapidOcrEngine, text_key
 from videotapestry.video import TimeWindow, open_video, probe
 
 COMMITTED = sample_questions()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from videotapestry.contracts.method import LevelUpdate, SuperUpdate
 from videotapestry.llm.structured import OutputParseError, parse_output
-from videotapestry.schemas import LevelUpdate, SuperUpdate
 
 
 def test_a_super_entry_without_is_relevant_is_rejected_alone() -> None:

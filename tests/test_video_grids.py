@@ -16,7 +16,7 @@ from PIL import Image
 
 from videotapestry.config import ImagesConfig, LevelSettings, OverviewSettings, load_config
 from videotapestry.errors import ImageLimitError
-from videotapestry.llm.types import ImagePart
+from videotapestry.images import ImagePart
 from videotapestry.testing.media import make_test_video, read_frame_index
 from videotapestry.timecode import format_range, format_timestamp, label_decimals
 from videotapestry.video import (

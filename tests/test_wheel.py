@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_builders.schemas import BUILDER_SCHEMAS
-from videotapestry.schemas import OUTPUT_SCHEMAS
+from videotapestry.contracts.builder import BUILDER_SCHEMAS
+from videotapestry.contracts.method import OUTPUT_SCHEMAS
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from videotapestry import plugins
 from videotapestry.agents.answer import run_answer_agent
 from videotapestry.agents.context import ProgressCallback, RunContext
 from videotapestry.agents.rules import is_global_question
@@ -47,6 +48,7 @@ from videotapestry.result import (
 from videotapestry.retrieval import PackedClips
 from videotapestry.retrieval.from_memory import pack_memory_evidence
 from videotapestry.video import VideoReader, open_video
+from videotapestry.views.trace_html import result_fragment
 
 __all__ = [
     "BatchResults",
@@ -338,6 +340,7 @@ class VideoTapestry:
             video_path=exploration.video_path,
             video_duration_s=exploration.video_duration_s or loaded.memory.duration,
             node_times=_node_times(loaded.memory, exploration.levels),
+            html_view=result_fragment,
         )
 
     async def abatch(
@@ -435,15 +438,13 @@ class VideoTapestry:
         )
 
     def _memory_builder(self, progress: bool) -> Any:
-        from memory_builders.builder import MemoryBuilder
-        from memory_builders.progress import BuildProgress
-
-        return MemoryBuilder(
+        create_builder = plugins.load(plugins.MEMORY_BUILDERS, "default")
+        return create_builder(
             self.config,
             service=self.service,
             embedder=self.embedder,
             prompts=self.prompts,
-            progress=BuildProgress(enabled=progress),
+            progress=progress,
         )
 
     # -- internals -------------------------------------------------------------------------
@@ -598,6 +599,7 @@ class VideoTapestry:
             video_path=str(Path(ctx.video.info.path).resolve()) if ctx.video is not None else None,
             video_duration_s=ctx.duration_s,
             node_times=_node_times(ctx.memory, levels),
+            html_view=result_fragment,
         )
 
 

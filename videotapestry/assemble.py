@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from videotapestry.agents.options import strip_option_steering
 from videotapestry.agents.state import HandoffEntry, LevelOutcome
 from videotapestry.memory import VideoMemory
-from videotapestry.memory.serialize import clock_range, serialize_root
+from videotapestry.memory.prompt_text import clock_range, serialize_root
 from videotapestry.timecode import format_range
 from videotapestry.tokens import estimate_tokens
 

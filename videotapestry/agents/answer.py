@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from videotapestry.agents.options import extract_answer_letter
+from videotapestry.contracts.method import FinalAnswer
 from videotapestry.errors import ModelCallError, StructuredOutputError
+from videotapestry.images import ImagePart
 from videotapestry.llm.service import ModelSession
-from videotapestry.llm.types import ImagePart
 from videotapestry.prompts import PromptRegistry
-from videotapestry.schemas import FinalAnswer
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from typing import Any
 from videotapestry.asr import TranscriptSource
 from videotapestry.config import Config, LevelLimits
 from videotapestry.embeddings import Embedder
+from videotapestry.images import ImagePart
 from videotapestry.llm.service import ModelSession
-from videotapestry.llm.types import ImagePart
 from videotapestry.memory import MemoryLocator, VideoMemory
 from videotapestry.prompts import PromptRegistry
 from videotapestry.retrieval import PackedClips

@@ -36,9 +36,9 @@ from videotapestry.agents.state import (
     QuestionInput,
 )
 from videotapestry.agents.tools import observe_frames
-from videotapestry.memory.serialize import node_line, relation_line, serialize_root
+from videotapestry.contracts.method import LevelPlan, LevelUpdate, NodeRewrite
+from videotapestry.memory.prompt_text import node_line, relation_line, serialize_root
 from videotapestry.retrieval import focus_query_text, select_focus_evidence
-from videotapestry.schemas import LevelPlan, LevelUpdate, NodeRewrite
 from videotapestry.video import TimeWindow, observation_windows
 
 

@@ -26,10 +26,10 @@ from videotapestry.agents.state import (
     Observation,
     QuestionInput,
 )
+from videotapestry.contracts.method import Decision
 from videotapestry.errors import ModelCallError
-from videotapestry.memory.schema import TimeRange
-from videotapestry.memory.serialize import clock_range
-from videotapestry.schemas import Decision
+from videotapestry.memory.prompt_text import clock_range
+from videotapestry.memory.types import TimeRange
 
 T = TypeVar("T", bound=BaseModel)
 

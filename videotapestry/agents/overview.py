@@ -41,9 +41,15 @@ from videotapestry.agents.state import (
 )
 from videotapestry.agents.tools import observe_overview_grids, observe_speech
 from videotapestry.asr import TranscriptLine
+from videotapestry.contracts.method import (
+    AnchorPlan,
+    AsrPlan,
+    OverviewPlan,
+    SuperMemoryUpdate,
+    SuperUpdate,
+)
 from videotapestry.memory import MultiAnchorResult
-from videotapestry.memory.serialize import clock_range, serialize_root
-from videotapestry.schemas import AnchorPlan, AsrPlan, OverviewPlan, SuperMemoryUpdate, SuperUpdate
+from videotapestry.memory.prompt_text import clock_range, serialize_root
 from videotapestry.timecode import format_range
 from videotapestry.video import asr_windows, visual_window
 

@@ -16,8 +16,8 @@ from typing import Literal
 
 from videotapestry.agents.options import strip_option_steering
 from videotapestry.asr.types import TranscriptLine
+from videotapestry.contracts.method import INSTRUCTION_TYPES, Decision
 from videotapestry.question import option_body
-from videotapestry.schemas import INSTRUCTION_TYPES, Decision
 
 Level = Literal["super", "macro", "subgraph"]
 Span = tuple[float, float]

@@ -16,9 +16,9 @@ from videotapestry.agents.options import strip_option_steering
 from videotapestry.agents.rules import match_evidence_lines
 from videotapestry.agents.state import ImageRef, Level, Observation
 from videotapestry.asr import TranscriptLine, format_transcript
+from videotapestry.contracts.method import AsrObservation, VisualObservation
 from videotapestry.errors import ModelCallError, TranscriptionError, VideoError
-from videotapestry.llm.types import ImagePart
-from videotapestry.schemas import AsrObservation, VisualObservation
+from videotapestry.images import ImagePart
 from videotapestry.video import (
     Frame,
     TimeWindow,

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 
 from videotapestry.asr.types import TranscriptLine
+from videotapestry.files import write_atomic
 from videotapestry.video.windows import TimeWindow
 
 CACHE_VERSION = 1
@@ -55,7 +54,6 @@ class TranscriptCache:
         lines: list[TranscriptLine],
     ) -> Path:
         path = self.path_for(fingerprint, window, model_key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         record = {
             "version": CACHE_VERSION,
             "fingerprint": fingerprint,
@@ -63,12 +61,5 @@ class TranscriptCache:
             "model": model_key,
             "lines": [[line.start_s, line.end_s, line.text] for line in lines],
         }
-        handle, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(record, out, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(path, json.dumps(record, ensure_ascii=False))
         return path

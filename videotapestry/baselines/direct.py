@@ -11,7 +11,7 @@ import asyncio
 
 from videotapestry.agents.context import RunContext
 from videotapestry.errors import ConfigError
-from videotapestry.llm.types import ImagePart
+from videotapestry.images import ImagePart
 from videotapestry.video import (
     decode_indices,
     frame_images,

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from videotapestry.contracts.fields import parse_seconds
 from videotapestry.errors import VideoTapestryError
 from videotapestry.question import option_body, option_letters
-from videotapestry.schemas import parse_seconds
 from videotapestry.timecode import format_timestamp
 
 if TYPE_CHECKING:

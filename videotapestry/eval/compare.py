@@ -21,8 +21,8 @@ from typing import Any
 from videotapestry.errors import VideoTapestryError
 from videotapestry.eval.metrics import Accuracy, is_correct, is_scored
 from videotapestry.eval.records import ResultRecord
-from videotapestry.eval.results import RunInfo, latest, read_run_info_if_present, require_records
-from videotapestry.eval.run_dir import flatten
+from videotapestry.eval.run_reader import RunInfo, latest, read_run_info_if_present, require_records
+from videotapestry.eval.run_writer import flatten
 
 
 class CompareError(VideoTapestryError):

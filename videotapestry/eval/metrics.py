@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from videotapestry.eval.records import ResultRecord
-from videotapestry.eval.results import latest
+from videotapestry.eval.run_reader import latest
 
 #: The degradation kind that ``fallback`` already reports; not counted again as degraded.
 ANSWER_FALLBACK = "answer_fallback"

@@ -10,14 +10,13 @@ paper's ablation table; category and duration tables follow with the same rows.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from videotapestry.eval.metrics import Accuracy, VariantMetrics, metrics_by_variant
-from videotapestry.eval.results import (
+from videotapestry.eval.run_reader import (
     RUN_FILE,
     RecordsRead,
     RunDirectoryError,
@@ -25,6 +24,7 @@ from videotapestry.eval.results import (
     read_run_info_if_present,
     require_records,
 )
+from videotapestry.files import write_atomic
 
 REPORT_MD = "report.md"
 REPORT_JSON = "report.json"
@@ -400,9 +400,7 @@ def _draw_plot(variants: dict[str, VariantMetrics], target: Path) -> tuple[Path 
 
 def _write_atomically(path: Path, text: str) -> None:
     """Replace ``path`` whole, so a reader never sees half a report."""
-    temporary = path.with_name(f".{path.name}.tmp")
     try:
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
+        write_atomic(path, text)
     except OSError as exc:
         raise RunDirectoryError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -67,8 +67,8 @@ from videotapestry.eval.answering import (
 )
 from videotapestry.eval.questions import EvalQuestion
 from videotapestry.eval.records import RecordUsage, ResultRecord
-from videotapestry.eval.results import Key, latest, read_records
-from videotapestry.eval.run_dir import RunDirectory
+from videotapestry.eval.run_reader import Key, latest, read_records
+from videotapestry.eval.run_writer import RunDirectory
 from videotapestry.memory import is_memdreamer_memory, is_native_memory
 from videotapestry.result import Result
 

@@ -70,7 +70,7 @@ class LocalExecutor:
         """``build_memories`` in a running event loop."""
         from memory_builders.builder import MemoryBuilder
         from memory_builders.progress import BuildProgress
-        from videotapestry.executors.work import build_job
+        from videotapestry.executors.tasks import build_job
 
         builder = MemoryBuilder(
             config, embedder=self.embedder, progress=BuildProgress(enabled=progress)

@@ -160,7 +160,7 @@ class RayExecutor:
         on_outcome: OnOutcome | None = None,
     ) -> list[BuildOutcome]:
         from memory_builders.report import BuildStoppedError
-        from videotapestry.executors.work import build_in_worker, portable_config
+        from videotapestry.executors.tasks import build_in_worker, portable_config
 
         config = portable_config(config)
         jobs = [job.absolute() for job in jobs]
@@ -245,7 +245,7 @@ class RayAnswerer:
         concurrency: int,
         settings: RayConfig,
     ) -> None:
-        from videotapestry.executors.work import portable_config
+        from videotapestry.executors.tasks import portable_config
 
         self.ray = ray
         self.config = portable_config(config)
@@ -269,7 +269,7 @@ class RayAnswerer:
     def open(self) -> None:
         """Start the workers and wait until each is up, so a worker that cannot start is an
         error now and not one failed record per question."""
-        from videotapestry.executors.work import EvalWorker
+        from videotapestry.executors.tasks import EvalWorker
 
         settings = self.settings.eval
         worker = self.ray.remote(EvalWorker).options(
@@ -363,7 +363,7 @@ class RayAnswerer:
     async def build_memory(self, video: Path, memory: Path, subtitles: Path | None) -> None:
         """``--build-missing``: the video's build as a Ray task, like ``build-memory``."""
         from memory_builders.report import BuildError, BuildStoppedError
-        from videotapestry.executors.work import build_in_worker
+        from videotapestry.executors.tasks import build_in_worker
 
         settings = self.settings.build
         job = BuildJob(video, memory, subtitles).absolute()

@@ -116,7 +116,7 @@ class LmmsSession:
 
     def __init__(self, settings: LmmsSettings, *, command: Sequence[str] | None = None) -> None:
         from videotapestry.api import VideoTapestry
-        from videotapestry.eval.run_dir import RunDirectory, new_run_info
+        from videotapestry.eval.run_writer import RunDirectory, new_run_info
         from videotapestry.eval.runner import REASSEMBLED, Inputs, RunnerOptions, check_variants
 
         self.settings = settings
@@ -155,7 +155,7 @@ class LmmsSession:
         """The latest record of each question under the session's variant (answered now, or
         kept from an earlier run of the same directory), and why the run stopped early (None
         when every question was attempted)."""
-        from videotapestry.eval.run_dir import RunDirectory
+        from videotapestry.eval.run_writer import RunDirectory
         from videotapestry.eval.runner import EvalRunner
 
         if self._closed:  # lmms-eval cleaned the model up and evaluates with it again

@@ -2,10 +2,9 @@
 
 from videotapestry.llm.client import ModelClient, default_client_factories
 from videotapestry.llm.service import ModelService, ModelSession
-from videotapestry.llm.types import ImagePart, Message, ModelRequest, ModelResponse
+from videotapestry.llm.types import Message, ModelRequest, ModelResponse
 
 __all__ = [
-    "ImagePart",
     "Message",
     "ModelClient",
     "ModelRequest",

@@ -2,7 +2,8 @@
 
 Everything that calls a model (agents, tools, the memory builder, baselines) goes through
 ``ModelClient.complete``: one request in, one response out, typed errors on failure. A new
-backend is one class plus one registry entry, the way lmms-eval adds model backends.
+backend is one class plus one entry point (``videotapestry.plugins``), the way lmms-eval
+adds model backends.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Protocol, runtime_checkable
 from videotapestry.config import ModelSettings
 from videotapestry.errors import ConfigError
 from videotapestry.llm.types import ModelRequest, ModelResponse
+from videotapestry.plugins import PROVIDERS, load, registered
 
 
 @runtime_checkable
@@ -31,16 +33,20 @@ ClientFactory = Callable[[ModelSettings], ModelClient]
 
 
 def default_client_factories() -> dict[str, ClientFactory]:
-    """The built-in providers; pass an extended copy to ``ModelService`` to add one.
+    """The OpenAI-compatible client plus every provider registered in the
+    ``videotapestry.providers`` entry-point group; pass an extended copy to ``ModelService``
+    to add one.
 
-    ``offline`` is the in-process rule-based model (``videotapestry.llm.offline``, not a VLM);
-    its factory is made per call, so each ``ModelService`` shares one OCR engine and one
-    embedding model among its offline clients.
+    Each registered provider's factory is made per call: ``offline`` (the in-process
+    rule-based model, ``videotapestry.offline``, not a VLM) then shares one OCR engine and
+    one embedding model among the clients of one ``ModelService``.
     """
-    from videotapestry.llm.offline import OfflineClientFactory
-    from videotapestry.llm.openai_client import OpenAICompatibleClient
+    from videotapestry.llm.openai_client import OpenAICompatibleClient  # the SDK loads slowly
 
-    return {"openai": OpenAICompatibleClient.from_settings, "offline": OfflineClientFactory()}
+    factories: dict[str, ClientFactory] = {"openai": OpenAICompatibleClient.from_settings}
+    for name in registered(PROVIDERS):
+        factories.setdefault(name, load(PROVIDERS, name)())
+    return factories
 
 
 def endpoint_identity(settings: ModelSettings) -> tuple[str, str | None, str]:
@@ -54,5 +60,6 @@ def lookup_factory(factories: dict[str, ClientFactory], provider: str) -> Client
     except KeyError:
         raise ConfigError(
             f"model provider {provider!r} is not available; known providers: "
-            f"{', '.join(sorted(factories))}"
+            f"{', '.join(sorted(factories))} (a provider registers itself in the "
+            f"{PROVIDERS!r} entry-point group of its installed package)"
         ) from None

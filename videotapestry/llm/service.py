@@ -31,6 +31,7 @@ from videotapestry.errors import (
     StructuredOutputError,
     VideoTapestryError,
 )
+from videotapestry.images import ImagePart
 from videotapestry.llm.cache import ResponseCache, request_key
 from videotapestry.llm.client import (
     ClientFactory,
@@ -46,7 +47,7 @@ from videotapestry.llm.structured import (
     parse_output,
     repair_instruction,
 )
-from videotapestry.llm.types import ImagePart, JsonSpec, Message, ModelRequest, ModelResponse
+from videotapestry.llm.types import JsonSpec, Message, ModelRequest, ModelResponse
 from videotapestry.llm.usage import PriceTable, UsageLedger, UsageRecord
 from videotapestry.prompts import RenderedPrompt
 from videotapestry.trace import Trace, TraceEvent, secrets_from_env

@@ -2,45 +2,16 @@
 
 These are provider-neutral: the OpenAI-compatible client turns them into wire messages, the
 cache hashes them, the trace summarizes them, and the offline model reads them directly.
-Images are JPEG bytes plus the timestamps they show, so a trace can say which moments of the
-video the model saw without storing pixels.
+Their images are ``videotapestry.images.ImagePart``.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Literal
 
 from videotapestry.config import ModelSettings
-
-
-@dataclass(frozen=True)
-class ImagePart:
-    """One JPEG sent to the model; ``label`` and ``timestamps`` are for traces and notebooks."""
-
-    jpeg: bytes
-    label: str = ""
-    timestamps: tuple[float, ...] = ()
-
-    @cached_property
-    def sha256(self) -> str:
-        # Hashed once: both the cache key and the trace reference need it.
-        return hashlib.sha256(self.jpeg).hexdigest()
-
-    def data_url(self) -> str:
-        return "data:image/jpeg;base64," + base64.b64encode(self.jpeg).decode("ascii")
-
-    def reference(self) -> dict[str, Any]:
-        """A bytes-free description, safe to put in traces."""
-        return {
-            "label": self.label,
-            "timestamps": list(self.timestamps),
-            "bytes": len(self.jpeg),
-            "sha256": self.sha256[:16],
-        }
+from videotapestry.images import ImagePart
 
 
 @dataclass(frozen=True)

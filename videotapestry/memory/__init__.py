@@ -14,7 +14,6 @@ from pathlib import Path
 
 from videotapestry.errors import MemoryFormatError
 from videotapestry.memory.embedding_index import (
-    NodeEmbeddings,
     compute_node_embeddings,
     embedding_text,
     ensure_embeddings,
@@ -37,7 +36,14 @@ from videotapestry.memory.memdreamer import (
     keep_valid_embeddings,
     memdreamer_videos,
 )
-from videotapestry.memory.schema import (
+from videotapestry.memory.storage import (
+    SCHEMA_VERSION,
+    check_fingerprint,
+    is_native_memory,
+    load_memory,
+    save_memory,
+)
+from videotapestry.memory.types import (
     NODE_KINDS,
     RELATION_TYPES,
     SUBGRAPH_KINDS,
@@ -48,6 +54,7 @@ from videotapestry.memory.schema import (
     EventNode,
     MacroEvent,
     MemoryManifest,
+    NodeEmbeddings,
     OCRTextNode,
     Relation,
     RootEvent,
@@ -57,13 +64,6 @@ from videotapestry.memory.schema import (
     VideoMemory,
     node_description,
     node_label,
-)
-from videotapestry.memory.storage import (
-    SCHEMA_VERSION,
-    check_fingerprint,
-    is_native_memory,
-    load_memory,
-    save_memory,
 )
 
 

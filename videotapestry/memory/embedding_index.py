@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 import numpy as np
 
 from videotapestry.embeddings import Embedder
 from videotapestry.errors import MemoryFormatError
-from videotapestry.memory.schema import (
+from videotapestry.memory.types import (
     SUBGRAPH_KINDS,
     AnyNode,
     EntityNode,
     EventNode,
+    NodeEmbeddings,
     OCRTextNode,
     VideoMemory,
 )
@@ -54,47 +54,6 @@ def texts_digest(ids: Sequence[str], texts: Sequence[str]) -> str:
         digest.update(text.encode())
         digest.update(b"\x01")
     return digest.hexdigest()
-
-
-@dataclass(frozen=True)
-class NodeEmbeddings:
-    """One read-only row per embedded node, in ``ids`` order, from the model ``model_name``."""
-
-    model_name: str
-    ids: tuple[str, ...]
-    vectors: np.ndarray
-    digest: str
-    _rows: dict[str, int] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        vectors = np.array(self.vectors, dtype=np.float32, copy=True)
-        if vectors.ndim != 2 or vectors.shape[0] != len(self.ids):
-            raise MemoryFormatError(
-                f"embeddings of {self.model_name!r}: {len(self.ids)} ids but vectors of shape "
-                f"{vectors.shape}"
-            )
-        vectors.setflags(write=False)
-        object.__setattr__(self, "vectors", vectors)
-        object.__setattr__(self, "ids", tuple(self.ids))
-        object.__setattr__(self, "_rows", {node_id: i for i, node_id in enumerate(self.ids)})
-        if len(self._rows) != len(self.ids):
-            raise MemoryFormatError(f"embeddings of {self.model_name!r}: repeated node ids")
-
-    @property
-    def dimension(self) -> int:
-        return int(self.vectors.shape[1])
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def row(self, node_id: str) -> int:
-        return self._rows[node_id]
-
-    def vector(self, node_id: str) -> np.ndarray:
-        return self.vectors[self._rows[node_id]]
-
-    def rows_for(self, node_ids: Iterable[str]) -> np.ndarray:
-        return np.fromiter((self._rows[i] for i in node_ids), dtype=np.int64)
 
 
 def embeddable_nodes(memory: VideoMemory) -> list[AnyNode]:

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from videotapestry.embeddings import Embedder
 from videotapestry.memory.embedding_index import ensure_embeddings, top_k
-from videotapestry.memory.schema import (
+from videotapestry.memory.types import (
     NODE_KINDS,
     SUBGRAPH_KINDS,
     AnyNode,

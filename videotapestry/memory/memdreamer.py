@@ -48,25 +48,11 @@ import numpy as np
 
 from videotapestry.embeddings import Embedder
 from videotapestry.errors import MemoryFormatError
+from videotapestry.files import write_json_atomic
 from videotapestry.memory.embedding_index import (
-    NodeEmbeddings,
     current_digest,
     embeddings_match,
     ensure_embeddings,
-)
-from videotapestry.memory.schema import (
-    RELATION_TYPES,
-    EntityGroup,
-    EntityNode,
-    EventNode,
-    MacroEvent,
-    MemoryManifest,
-    OCRTextNode,
-    Relation,
-    RootEvent,
-    SuperEvent,
-    TimeRange,
-    VideoMemory,
 )
 from videotapestry.memory.storage import (
     is_native_memory,
@@ -75,7 +61,21 @@ from videotapestry.memory.storage import (
     read_json,
     read_manifest,
     save_memory,
-    write_json_atomic,
+)
+from videotapestry.memory.types import (
+    RELATION_TYPES,
+    EntityGroup,
+    EntityNode,
+    EventNode,
+    MacroEvent,
+    MemoryManifest,
+    NodeEmbeddings,
+    OCRTextNode,
+    Relation,
+    RootEvent,
+    SuperEvent,
+    TimeRange,
+    VideoMemory,
 )
 
 logger = logging.getLogger(__name__)

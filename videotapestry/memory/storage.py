@@ -19,8 +19,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -29,8 +27,8 @@ import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
 from videotapestry.errors import FingerprintMismatchError, MemoryFormatError
-from videotapestry.memory.embedding_index import NodeEmbeddings
-from videotapestry.memory.schema import (
+from videotapestry.files import write_atomic, write_json_atomic
+from videotapestry.memory.types import (
     Clip,
     EntityGroup,
     EntityNode,
@@ -38,6 +36,7 @@ from videotapestry.memory.schema import (
     MacroEvent,
     MemoryManifest,
     MemoryNode,
+    NodeEmbeddings,
     OCRTextNode,
     Relation,
     RootEvent,
@@ -103,18 +102,18 @@ def save_memory(memory: VideoMemory, path: str | Path) -> MemoryManifest:
     if embeddings is not None:
         buffer = io.BytesIO()
         np.save(buffer, np.ascontiguousarray(embeddings.vectors), allow_pickle=False)
-        _atomic_write(path / EMBEDDINGS_FILE, buffer.getvalue())
+        write_atomic(path / EMBEDDINGS_FILE, buffer.getvalue())
         ids_doc = {
             "model": embeddings.model_name,
             "digest": embeddings.digest,
             "ids": list(embeddings.ids),
         }
-        _atomic_write(path / EMBEDDING_IDS_FILE, _json_bytes(ids_doc))
+        write_json_atomic(path / EMBEDDING_IDS_FILE, ids_doc)
     else:
         for name in (EMBEDDINGS_FILE, EMBEDDING_IDS_FILE):
             (path / name).unlink(missing_ok=True)
-    _atomic_write(path / MEMORY_FILE, _json_bytes(memory_document(memory)))
-    _atomic_write(path / MANIFEST_FILE, _json_bytes(manifest.model_dump(mode="json")))
+    write_json_atomic(path / MEMORY_FILE, memory_document(memory))
+    write_json_atomic(path / MANIFEST_FILE, manifest.model_dump(mode="json"))
     return manifest
 
 
@@ -138,32 +137,6 @@ def _hierarchy_order(memory: VideoMemory) -> list[Any]:
             ordered.append(macro)
             ordered.extend(memory.children(macro.id))
     return ordered
-
-
-def _json_bytes(data: Any) -> bytes:
-    return (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    descriptor, temporary = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
-    )
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write JSON to ``path`` through a temporary file (shared with the MemDreamer exporter)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, _json_bytes(data))
 
 
 # --------------------------------------------------------------------------- loading

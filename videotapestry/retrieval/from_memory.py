@@ -14,7 +14,7 @@ from videotapestry.config import PaceMemConfig
 from videotapestry.errors import RetrievalError
 from videotapestry.memory import VideoMemory
 from videotapestry.memory.embedding_index import embedding_text
-from videotapestry.memory.schema import SUBGRAPH_KINDS, EntityNode
+from videotapestry.memory.types import SUBGRAPH_KINDS, EntityNode
 from videotapestry.retrieval.clips import EvidenceRecord, TimeWindow, build_clips
 from videotapestry.retrieval.pace_mem import PackedClips, pack_clips
 

@@ -19,9 +19,9 @@ from videotapestry.api import QuestionItem, VideoTapestry
 from videotapestry.config import load_config
 from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
 from videotapestry.llm.client import default_client_factories
-from videotapestry.llm.offline import OfflineClientFactory
-from videotapestry.llm.offline.seeing import Perception
 from videotapestry.llm.service import ModelService
+from videotapestry.offline import OfflineClientFactory
+from videotapestry.offline.perception import Perception
 from videotapestry.result import QuestionFailure, Result
 from videotapestry.testing.fact_videos import FactQuestion, FactVideo
 

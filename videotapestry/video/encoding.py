@@ -25,7 +25,7 @@ from PIL import Image, ImageFont
 
 from videotapestry.config import ImagesConfig, LevelSettings, OverviewSettings
 from videotapestry.errors import ImageLimitError
-from videotapestry.llm.types import ImagePart
+from videotapestry.images import ImagePart
 from videotapestry.timecode import format_timestamp, label_decimals
 from videotapestry.video.grids import CELL_GAP, draw_label, grid_count, label_font, pack_grids
 from videotapestry.video.reader import Frame

@@ -21,7 +21,7 @@ from PIL import Image, UnidentifiedImageError
 from videotapestry.agents.state import ImageRef, LevelOutcome
 from videotapestry.config import VideoConfig
 from videotapestry.errors import VideoError
-from videotapestry.llm.types import ImagePart
+from videotapestry.images import ImagePart
 from videotapestry.video.encoding import encode_jpeg
 from videotapestry.video.grids import pack_grids
 from videotapestry.video.reader import Frame, open_video

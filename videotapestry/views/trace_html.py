@@ -18,7 +18,7 @@ from pathlib import Path
 
 from videotapestry.agents.state import LevelOutcome, Observation
 from videotapestry.errors import VideoTapestryError
-from videotapestry.llm.types import ImagePart
+from videotapestry.images import ImagePart
 from videotapestry.question import option_label
 from videotapestry.result import Result
 from videotapestry.timecode import format_range, format_timestamp, label_decimals

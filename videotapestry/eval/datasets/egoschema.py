@@ -43,6 +43,7 @@ from videotapestry.eval.datasets.common import (
 )
 from videotapestry.eval.questions import EvalQuestion
 from videotapestry.eval.records import ResultRecord
+from videotapestry.files import write_json_atomic
 from videotapestry.question import LETTERS
 
 BENCHMARK = "egoschema"
@@ -221,8 +222,6 @@ def write_egoschema_submission(
     records: Iterable[ResultRecord], path: str | Path, *, variant: str | None = None
 ) -> dict[str, int]:
     """Write ``egoschema_submission(records)`` to ``path`` as JSON (replaced atomically)."""
-    from videotapestry.memory.storage import write_json_atomic  # loaders stay light to import
-
     submission = egoschema_submission(records, variant=variant)
     write_json_atomic(path, submission)
     return submission

@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from videotapestry.contracts.fields import parse_seconds
 from videotapestry.eval.datasets.common import (
     DatasetError,
     LoadOptions,
@@ -34,7 +35,6 @@ from videotapestry.eval.datasets.common import (
     text_field,
 )
 from videotapestry.eval.questions import EvalQuestion
-from videotapestry.schemas import parse_seconds
 
 BENCHMARK = "lvbench"
 FILE_NAMES = ("video_info.meta.jsonl", "data/video_info.meta.jsonl")

@@ -15,10 +15,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 import networkx as nx
+import numpy as np
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -31,9 +33,6 @@ from pydantic import (
 )
 
 from videotapestry.errors import MemoryFormatError, MemoryNodeNotFoundError
-
-if TYPE_CHECKING:
-    from videotapestry.memory.embedding_index import NodeEmbeddings
 
 NodeKind = Literal["RootEvent", "SuperEvent", "MacroEvent", "Entity", "Event", "OCRText"]
 NODE_KINDS: tuple[str, ...] = (
@@ -311,6 +310,47 @@ class Subgraph(_Frozen):
 
 def _time_key(node: AnyNode) -> tuple[float, float, str]:
     return (node.time_range.start, node.time_range.end, node.id)
+
+
+@dataclass(frozen=True)
+class NodeEmbeddings:
+    """One read-only row per embedded node, in ``ids`` order, from the model ``model_name``."""
+
+    model_name: str
+    ids: tuple[str, ...]
+    vectors: np.ndarray
+    digest: str
+    _rows: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        vectors = np.array(self.vectors, dtype=np.float32, copy=True)
+        if vectors.ndim != 2 or vectors.shape[0] != len(self.ids):
+            raise MemoryFormatError(
+                f"embeddings of {self.model_name!r}: {len(self.ids)} ids but vectors of shape "
+                f"{vectors.shape}"
+            )
+        vectors.setflags(write=False)
+        object.__setattr__(self, "vectors", vectors)
+        object.__setattr__(self, "ids", tuple(self.ids))
+        object.__setattr__(self, "_rows", {node_id: i for i, node_id in enumerate(self.ids)})
+        if len(self._rows) != len(self.ids):
+            raise MemoryFormatError(f"embeddings of {self.model_name!r}: repeated node ids")
+
+    @property
+    def dimension(self) -> int:
+        return int(self.vectors.shape[1])
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def row(self, node_id: str) -> int:
+        return self._rows[node_id]
+
+    def vector(self, node_id: str) -> np.ndarray:
+        return self.vectors[self._rows[node_id]]
+
+    def rows_for(self, node_ids: Iterable[str]) -> np.ndarray:
+        return np.fromiter((self._rows[i] for i in node_ids), dtype=np.int64)
 
 
 class VideoMemory:

@@ -20,7 +20,7 @@ Use it with ``--profile offline`` (``configs/profiles/offline.yaml``): provider 
 model ``offline-rules``.
 """
 
-from videotapestry.llm.offline.client import (
+from videotapestry.offline.client import (
     MODEL_NAME,
     OfflineClientFactory,
     OfflineModelClient,

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from videotapestry.llm.offline.matching import STOPWORDS, compact, content_words, fold
-from videotapestry.llm.offline.query_roles import readings
-from videotapestry.llm.offline.reading import (
+from videotapestry.offline.matching import STOPWORDS, compact, content_words, fold
+from videotapestry.offline.perception import Perception
+from videotapestry.offline.prompt_reading import (
     CLOCK,
     Entry,
     Line,
@@ -41,7 +41,7 @@ from videotapestry.llm.offline.reading import (
     seconds,
     section,
 )
-from videotapestry.llm.offline.seeing import Perception
+from videotapestry.offline.query_roles import readings
 from videotapestry.timecode import format_timestamp
 
 MAX_TEXTS_PER_CLIP = 8

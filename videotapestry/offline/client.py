@@ -25,10 +25,10 @@ from pydantic import ValidationError
 
 from videotapestry.config import ModelSettings
 from videotapestry.errors import ConfigError, ModelRequestError, ModelResponseError
-from videotapestry.llm.offline import builder_roles, query_roles
-from videotapestry.llm.offline.reading import PromptView
-from videotapestry.llm.offline.seeing import Perception
 from videotapestry.llm.types import ModelRequest, ModelResponse, TokenUsage
+from videotapestry.offline import builder_roles, query_roles
+from videotapestry.offline.perception import Perception
+from videotapestry.offline.prompt_reading import PromptView
 from videotapestry.tokens import estimate_tokens
 
 MODEL_NAME = "offline-rules"
@@ -48,8 +48,8 @@ RULES = {**query_roles.RULES, **builder_roles.RULES}
 
 
 def output_schemas() -> dict:
-    from memory_builders.schemas import BUILDER_SCHEMAS
-    from videotapestry.schemas import OUTPUT_SCHEMAS
+    from videotapestry.contracts.builder import BUILDER_SCHEMAS
+    from videotapestry.contracts.method import OUTPUT_SCHEMAS
 
     return {**OUTPUT_SCHEMAS, **BUILDER_SCHEMAS}
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from videotapestry.errors import MemoryNodeNotFoundError
-from videotapestry.memory.schema import (
+from videotapestry.memory.types import (
     AnyNode,
     EntityNode,
     EventNode,

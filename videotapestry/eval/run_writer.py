@@ -18,7 +18,6 @@ import datetime as dt
 import json
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
@@ -28,7 +27,7 @@ from typing import Any
 from videotapestry.config import MODEL_ROLES, Config
 from videotapestry.errors import VideoTapestryError
 from videotapestry.eval.records import ResultRecord
-from videotapestry.eval.results import (
+from videotapestry.eval.run_reader import (
     RESULTS_FILE,
     RUN_FILE,
     RUN_FORMAT,
@@ -38,6 +37,7 @@ from videotapestry.eval.results import (
     mend_torn_tail,
     read_run_info,
 )
+from videotapestry.files import write_json_atomic
 from videotapestry.prompts import TEMPLATE_SUFFIX, PromptRegistry, short_hash
 
 #: Dotted config keys (fnmatch patterns, after ``identity_items`` flattens the config) that
@@ -295,7 +295,7 @@ class RunDirectory:
             (path / TRACES_DIR).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunDirectoryError(f"cannot create {path}: {exc.strerror or exc}") from None
-        _write_json_atomic(path / RUN_FILE, info.model_dump(mode="json"))
+        write_json_atomic(path / RUN_FILE, info.model_dump(mode="json"))
         return cls(path, info, torn_bytes=mend_torn_tail(path))
 
     def trace_relpath(self, variant: str, question_id: str) -> str:
@@ -303,13 +303,3 @@ class RunDirectory:
 
     def close(self) -> None:
         self.writer.close()
-
-
-def _write_json_atomic(path: Path, payload: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(payload, handle, ensure_ascii=False, indent=1)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)

@@ -38,7 +38,7 @@ from PIL import Image
 
 from videotapestry.config import BuilderOcrSettings, EmbeddingConfig
 from videotapestry.embeddings import OFFLINE_MODEL, Embedder, SentenceTransformerEmbedder
-from videotapestry.llm.types import ImagePart
+from videotapestry.images import ImagePart
 from videotapestry.timecode import format_timestamp
 from videotapestry.video.grids import CELL_GAP
 
@@ -248,7 +248,7 @@ class Perception:
 
     def _engine(self) -> object:
         if self._ocr is None:
-            from memory_builders.ocr import RapidOcrEngine
+            from videotapestry.ocr import RapidOcrEngine
 
             self._ocr = RapidOcrEngine(BuilderOcrSettings(engine="rapidocr", threads=0))
         return self._ocr

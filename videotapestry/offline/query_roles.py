@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from videotapestry.agents.rules import is_global_question
-from videotapestry.llm.offline.matching import (
+from videotapestry.offline.matching import (
     OptionScore,
     best_option,
     compact,
@@ -42,7 +42,8 @@ from videotapestry.llm.offline.matching import (
     split_units,
     word_overlap,
 )
-from videotapestry.llm.offline.reading import (
+from videotapestry.offline.perception import Perception, SeenText
+from videotapestry.offline.prompt_reading import (
     Entry,
     Fact,
     PromptView,
@@ -60,8 +61,7 @@ from videotapestry.llm.offline.reading import (
     seconds,
     section,
 )
-from videotapestry.llm.offline.seeing import Perception, SeenText
-from videotapestry.llm.offline.temporal import (
+from videotapestry.offline.temporal import (
     MIN_ANCHOR_MATCH,
     TemporalAsk,
     anchor_match,

@@ -15,9 +15,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from videotapestry.llm.types import ImagePart, ModelRequest
+from videotapestry.contracts.fields import parse_seconds
+from videotapestry.images import ImagePart
+from videotapestry.llm.types import ModelRequest
 from videotapestry.question import option_body, option_label
-from videotapestry.schemas import parse_seconds
 
 CLOCK = r"\d{1,2}(?::\d{2}){1,2}(?:\.\d+)?"
 _ENTRY = re.compile(

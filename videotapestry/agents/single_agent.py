@@ -47,8 +47,8 @@ from videotapestry.agents.state import (
 from videotapestry.agents.tools import observe_frames, observe_overview_grids, observe_speech
 from videotapestry.asr import TranscriptLine
 from videotapestry.config import LevelLimits
-from videotapestry.memory.serialize import serialize_root
-from videotapestry.schemas import ControllerStep
+from videotapestry.contracts.method import ControllerStep
+from videotapestry.memory.prompt_text import serialize_root
 from videotapestry.timecode import format_range
 from videotapestry.video import asr_windows, observation_windows, visual_window
 

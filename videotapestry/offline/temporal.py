@@ -18,14 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from videotapestry.llm.offline.matching import (
+from videotapestry.contracts.fields import parse_seconds
+from videotapestry.offline.matching import (
     compact,
     contains_phrase,
     content_words,
     fold,
     word_overlap,
 )
-from videotapestry.schemas import parse_seconds
 from videotapestry.timecode import format_timestamp
 
 Relation = Literal["at", "after", "before"]

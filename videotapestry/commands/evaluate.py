@@ -218,7 +218,7 @@ def _ids(values: Sequence[str]) -> set[str]:
 
 async def _evaluate(args: argparse.Namespace, questions: list[EvalQuestion]) -> int:
     from videotapestry.api import VideoTapestry
-    from videotapestry.eval.run_dir import RunDirectory, new_run_info
+    from videotapestry.eval.run_writer import RunDirectory, new_run_info
     from videotapestry.eval.runner import EvalRunner, Inputs, RunnerOptions, check_variants
     from videotapestry.executors import make_executor
 

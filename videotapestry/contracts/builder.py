@@ -1,8 +1,8 @@
 """What each builder prompt must return, as pydantic models (tolerant of common reply shapes).
 
-Like the query-time schemas (``videotapestry.schemas``), these accept the loose shapes models
-produce (a time as ``"01:05"``, ids as numbers, a list where a string was asked for) and
-reject replies that are not usable, which triggers the one repair retry and then the
+Like the query-time contracts (``videotapestry.contracts.method``), these accept the loose
+shapes models produce (a time as ``"01:05"``, ids as numbers, a list where a string was asked
+for) and reject replies that are not usable, which triggers the one repair retry and then the
 stage's documented fallback or the clip's failure record.
 """
 
@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator
 
-from videotapestry.schemas import Ids, RoleOutput, Text, TimeRange, parse_seconds
+from videotapestry.contracts.fields import Ids, RoleOutput, Text, TimeRange, parse_seconds
 
 
 def _seconds_or_none(value: Any) -> float | None:

@@ -1,0 +1,52 @@
+"""Writing a file whole or not at all: through a temporary sibling, then one rename.
+
+Memories, checkpoints, caches, traces and run files are read back by later runs, often after
+a crash or a kill. A reader must never see half a file, so every writer here goes through
+``replacing``: the data lands in a temporary file beside the target (same file system, so
+``os.replace`` is atomic), is flushed to disk, and only then takes the target's name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+@contextmanager
+def replacing(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` to write to; it replaces ``path`` when the block
+    ends without an error and is removed otherwise. Parent directories are created."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(descriptor)
+    temporary = Path(name)
+    try:
+        yield temporary
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def write_atomic(path: str | Path, data: bytes | str) -> None:
+    """Replace ``path`` with ``data`` (text is written as UTF-8), synced to disk first."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    with replacing(path) as temporary, open(temporary, "wb") as handle:
+        handle.write(payload)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def json_text(data: Any) -> str:
+    """The JSON layout of every file the framework writes for people to read: UTF-8 text,
+    one-space indents, a final newline."""
+    return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
+
+
+def write_json_atomic(path: str | Path, data: Any) -> None:
+    write_atomic(path, json_text(data))
