@@ -33,14 +33,26 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 LMMS_STAMP := $(STAMP)-lmms
 
-.PHONY: demo test setup setup-lmms lint clean-venv
+.PHONY: demo test check setup setup-lmms lint clean-venv
 
 demo: $(STAMP)
 	$(BIN)/videotapestry demo $(DEMO_ARGS)
 
 test: $(LMMS_STAMP)
-	$(BIN)/ruff check .
+	$(MAKE) check
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The shape of the code (docs/architecture.md): ruff; the import contracts of pyproject.toml
+# (layers, no cycles, what the builder and the offline model may import); mypy over both
+# packages; no block of six lines or more repeated in the package code (pylint's similarity
+# checker; imports, docstrings, comments and function signatures are not counted).
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy
+	$(BIN)/pylint --disable=all --enable=duplicate-code --min-similarity-lines=6 \
+		--ignore-imports=yes --ignore-signatures=yes --ignore-docstrings=yes \
+		--ignore-comments=yes --score=no videotapestry memory_builders
 
 setup: $(STAMP)
 
