@@ -1,0 +1,101 @@
+"""Run configuration: one validated ``Config`` per run, its sections and how it is loaded.
+
+Each section's settings live in the module named after it (``models``, ``agents``, ``asr``,
+``video``, ``retrieval``, ``builder``, ``executor``), the root in ``run`` and the layering of
+files, profiles and overrides in ``loading``. Import from here: the names below are the
+package's public face, and the modules behind them may be rearranged.
+"""
+
+from videotapestry.config.agents import (
+    AgentsConfig,
+    LevelLimits,
+    LevelSettings,
+    OverviewSettings,
+    SingleAgentSettings,
+)
+from videotapestry.config.asr import AsrConfig
+from videotapestry.config.base import StrictModel
+from videotapestry.config.builder import (
+    BuilderClipSettings,
+    BuilderConfig,
+    BuilderEntitySettings,
+    BuilderMacroSettings,
+    BuilderOcrSettings,
+    BuilderPerceptionSettings,
+    BuilderScanSettings,
+    BuilderSuperSettings,
+    BuilderTranscriptSettings,
+)
+from videotapestry.config.executor import (
+    ExecutorConfig,
+    RayBuildSettings,
+    RayConfig,
+    RayEvalSettings,
+    RayResources,
+)
+from videotapestry.config.loading import (
+    available_profiles,
+    deep_merge,
+    load_config,
+    parse_override,
+    validate_config,
+)
+from videotapestry.config.models import (
+    MODEL_ROLES,
+    CacheConfig,
+    JsonMode,
+    ModelsConfig,
+    ModelSettings,
+    ModelSettingsOverride,
+    Price,
+    ReasoningEffort,
+    RoleModels,
+)
+from videotapestry.config.retrieval import EmbeddingConfig, PaceMemConfig
+from videotapestry.config.run import Config, PromptsConfig, Variant
+from videotapestry.config.video import ImagesConfig, VideoConfig
+
+__all__ = [
+    "MODEL_ROLES",
+    "AgentsConfig",
+    "AsrConfig",
+    "BuilderClipSettings",
+    "BuilderConfig",
+    "BuilderEntitySettings",
+    "BuilderMacroSettings",
+    "BuilderOcrSettings",
+    "BuilderPerceptionSettings",
+    "BuilderScanSettings",
+    "BuilderSuperSettings",
+    "BuilderTranscriptSettings",
+    "CacheConfig",
+    "Config",
+    "EmbeddingConfig",
+    "ExecutorConfig",
+    "ImagesConfig",
+    "JsonMode",
+    "LevelLimits",
+    "LevelSettings",
+    "ModelSettings",
+    "ModelSettingsOverride",
+    "ModelsConfig",
+    "OverviewSettings",
+    "PaceMemConfig",
+    "Price",
+    "PromptsConfig",
+    "RayBuildSettings",
+    "RayConfig",
+    "RayEvalSettings",
+    "RayResources",
+    "ReasoningEffort",
+    "RoleModels",
+    "SingleAgentSettings",
+    "StrictModel",
+    "Variant",
+    "VideoConfig",
+    "available_profiles",
+    "deep_merge",
+    "load_config",
+    "parse_override",
+    "validate_config",
+]
