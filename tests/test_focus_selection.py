@@ -312,9 +312,9 @@ def test_the_options_switch_changes_the_query() -> None:
 
 def test_the_config_switches_validate_and_reach_the_default_config() -> None:
     config = load_config()
-    assert config.pace_mem.focus_scope in SCOPES
-    assert isinstance(config.pace_mem.query_options, bool)
-    changed = load_config(overrides=["pace_mem.focus_scope=joint", "pace_mem.query_options=true"])
-    assert changed.pace_mem.focus_scope == "joint" and changed.pace_mem.query_options is True
+    assert config.evidence.focus_scope in SCOPES
+    assert isinstance(config.evidence.query_options, bool)
+    changed = load_config(overrides=["evidence.focus_scope=joint", "evidence.query_options=true"])
+    assert changed.evidence.focus_scope == "joint" and changed.evidence.query_options is True
     with pytest.raises(Exception, match="focus_scope"):
-        load_config(overrides=["pace_mem.focus_scope=everywhere"])
+        load_config(overrides=["evidence.focus_scope=everywhere"])

@@ -450,4 +450,4 @@ def test_mismatched_shapes_are_clear_errors() -> None:
 
 def test_config_rejects_k_max_below_k_min() -> None:
     with pytest.raises(ConfigError, match="k_max"):
-        load_config(overrides=["pace_mem.k_min=5", "pace_mem.k_max=3"])
+        load_config(overrides=["evidence.k_min=5", "evidence.k_max=3"])

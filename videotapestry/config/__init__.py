@@ -41,6 +41,7 @@ from videotapestry.config.loading import (
     validate_config,
 )
 from videotapestry.config.models import (
+    BUILDER_ROLES,
     MODEL_ROLES,
     CacheConfig,
     JsonMode,
@@ -51,12 +52,15 @@ from videotapestry.config.models import (
     ReasoningEffort,
     RoleModels,
 )
+from videotapestry.config.renames import RENAMED_KEYS, RenamedKey
 from videotapestry.config.retrieval import EmbeddingConfig, PaceMemConfig
 from videotapestry.config.run import Config, PromptsConfig, Variant
 from videotapestry.config.video import ImagesConfig, VideoConfig
 
 __all__ = [
+    "BUILDER_ROLES",
     "MODEL_ROLES",
+    "RENAMED_KEYS",
     "AgentsConfig",
     "AsrConfig",
     "BuilderClipSettings",
@@ -88,6 +92,7 @@ __all__ = [
     "RayEvalSettings",
     "RayResources",
     "ReasoningEffort",
+    "RenamedKey",
     "RoleModels",
     "SingleAgentSettings",
     "StrictModel",

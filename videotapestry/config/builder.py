@@ -15,7 +15,7 @@ class BuilderScanSettings(StrictModel):
     sample_fps: float = Field(
         1.0, gt=0, le=30, description="frames kept per second for perception and OCR"
     )
-    frame_max_side: int = Field(
+    kept_frame_max_side: int = Field(
         768, ge=64, description="longest side of a kept frame (smaller frames stay as they are)"
     )
     frame_quality: int = Field(90, ge=50, le=100, description="JPEG quality of kept frames")

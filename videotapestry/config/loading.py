@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from videotapestry.config.renames import refuse_renamed_keys
 from videotapestry.config.run import Config
 from videotapestry.errors import ConfigError
 from videotapestry.resources import configs_dir
@@ -34,24 +35,26 @@ def load_config(
     ``source`` is a shipped config name (``"default"``, ``"ablations/wo_asr"``), a YAML path,
     a mapping, or an existing ``Config`` (then only ``profile`` and ``overrides`` apply).
     """
-    base = _read_yaml(configs_dir() / "default.yaml")
+    base = _read_config_file(configs_dir() / "default.yaml")
     if isinstance(source, Config):
         user: dict[str, Any] = source.model_dump(exclude_unset=True)
     elif isinstance(source, Mapping):
         user = copy.deepcopy(dict(source))
+        refuse_renamed_keys(user, "the config mapping given")
     elif source is None or source == "default":
         user = {}
     else:
-        user = _read_yaml(_config_path(source))
+        user = _read_config_file(_config_path(source))
     override_tree: dict[str, Any] = {}
     for item in overrides:
         key, value = parse_override(item)
+        refuse_renamed_keys(_set_dotted({}, key, value), f"override {item!r}")
         _set_dotted(override_tree, key, value)
 
     chosen = profile or override_tree.get("profile") or user.get("profile") or base.get("profile")
     layers = [base]
     if chosen:
-        layers.append(_read_yaml(_profile_path(str(chosen))))
+        layers.append(_read_config_file(_profile_path(str(chosen))))
     layers += [user, override_tree, {"profile": chosen} if chosen else {}]
     merged: dict[str, Any] = {}
     for layer in layers:
@@ -60,7 +63,10 @@ def load_config(
 
 
 def validate_config(data: Mapping[str, Any]) -> Config:
+    """The ``Config`` that ``data`` (a whole config tree) describes, or a ``ConfigError``
+    naming each key that is wrong."""
     _reject_secrets(data, ())
+    refuse_renamed_keys(data, "the configuration")
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
@@ -94,7 +100,7 @@ def available_profiles() -> list[str]:
     return sorted(p.stem for p in (configs_dir() / "profiles").glob("*.yaml"))
 
 
-def _set_dotted(tree: dict[str, Any], key: str, value: Any) -> None:
+def _set_dotted(tree: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
     node = tree
     parts = key.split(".")
     for part in parts[:-1]:
@@ -103,6 +109,7 @@ def _set_dotted(tree: dict[str, Any], key: str, value: Any) -> None:
             raise ConfigError(f"override {key!r} conflicts with an earlier override of {part!r}")
         node = child
     node[parts[-1]] = value
+    return tree
 
 
 def _config_path(source: str | Path) -> Path:
@@ -132,7 +139,8 @@ def _profile_path(name: str) -> Path:
     return path
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def _read_config_file(path: Path) -> dict[str, Any]:
+    """The mapping a YAML config file holds, refused when it uses a renamed key."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -145,6 +153,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping at the top level")
+    refuse_renamed_keys(data, f"config file {path}")
     return data
 
 

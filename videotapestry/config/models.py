@@ -14,7 +14,19 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 from videotapestry.config.base import StrictModel, user_cache_dir
+from videotapestry.config.renames import renamed_role
 from videotapestry.errors import ConfigError
+
+#: The memory builder's roles: one per builder prompt and named as the prompt, so
+#: ``models.roles.<prompt name>`` sets the model of that step of a build.
+BUILDER_ROLES: tuple[str, ...] = (
+    "builder_clip",  # per-clip perception
+    "builder_macro_boundaries",  # where each MacroEvent begins
+    "builder_macro",  # a MacroEvent's label, summary, key entities and relations
+    "builder_entity_merge",  # whether two entity names are one entity
+    "builder_super",  # SuperEvents: contiguous stages of MacroEvents
+    "builder_root",  # the global summary of the video
+)
 
 #: Every call site that talks to a model has one of these roles; each can get its own model.
 MODEL_ROLES: tuple[str, ...] = (
@@ -28,9 +40,7 @@ MODEL_ROLES: tuple[str, ...] = (
     "decision",  # level decisions
     "answer",  # final Answer agent
     "direct",  # Direct baseline (uniform frames straight to the VLM)
-    "builder_clip",  # memory builder: per-clip perception
-    "builder_event",  # memory builder: MacroEvent grouping and summaries
-    "builder_summary",  # memory builder: SuperEvents and the root summary
+    *BUILDER_ROLES,
 )
 
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
@@ -103,6 +113,9 @@ class ModelsConfig(StrictModel):
     def settings_for(self, role: str) -> ModelSettings:
         """The effective settings of ``role``: the default with the role's own values on top."""
         if role not in MODEL_ROLES:
+            renamed = renamed_role(role)
+            if renamed is not None:
+                raise ConfigError(renamed)
             raise ConfigError(f"unknown model role {role!r}; known roles: {', '.join(MODEL_ROLES)}")
         override = getattr(self.roles, role).model_dump(exclude_none=True)
         merged = self.default.model_dump() | override

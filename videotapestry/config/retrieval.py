@@ -1,4 +1,4 @@
-"""The ``embedding`` and ``pace_mem`` sections: how nodes are embedded for search, and how
+"""The ``embedding`` and ``evidence`` sections: how nodes are embedded for search, and how
 the Focus level chooses its leaf evidence."""
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ class EmbeddingConfig(StrictModel):
 
 
 class PaceMemConfig(StrictModel):
-    """Leaf-level evidence selection (SPEC section 6); every constant is configurable."""
+    """Leaf-level evidence selection at the Focus level (SPEC section 6): PACE-Mem, the method,
+    or one of the top_k and adaptive_k baselines; every constant is configurable."""
 
     method: Literal["pace_mem", "top_k", "adaptive_k"] = "pace_mem"
     duplicate_threshold: float = Field(0.9, ge=-1.0, le=1.0)

@@ -23,7 +23,7 @@ class PromptsConfig(StrictModel):
     )
 
 
-#: The method and its ablations (paper Table 3, SPEC §5); PACE-Mem switches are in ``pace_mem``.
+#: The method and its ablations (paper Table 3, SPEC §5); PACE-Mem switches are in ``evidence``.
 Variant = Literal[
     "full",  # VideoTapestry
     "wo_visual",  # no visual observation at any level
@@ -50,7 +50,7 @@ class Config(StrictModel):
     asr: AsrConfig = AsrConfig()
     video: VideoConfig = VideoConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
-    pace_mem: PaceMemConfig = PaceMemConfig()
+    evidence: PaceMemConfig = PaceMemConfig()
     prompts: PromptsConfig = PromptsConfig()
     builder: BuilderConfig = BuilderConfig()
     executor: ExecutorConfig = ExecutorConfig()

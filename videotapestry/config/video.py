@@ -13,7 +13,7 @@ from videotapestry.config.base import StrictModel
 class ImagesConfig(StrictModel):
     """Size and quality of the JPEGs sent (figures: bench/bench_grid_legibility.py).
 
-    A 3x2 Overview grid is ``max_side`` wide, so a frame in it is shrunk about three times
+    A 3x2 Overview grid is ``grid_max_side`` wide, so a frame in it is shrunk about three times
     more than as a single frame. At 768 a cell is 253 px and only 0.37-0.39 of the scene text
     the native frame shows is read (subtitle-sized text: 47 %); at 1344 a 16:9 grid is 504 px
     tall, still 3 OpenAI tiles (11.9k tokens per 20-grid call, as at 1152), and 0.79-0.80 is
@@ -22,17 +22,17 @@ class ImagesConfig(StrictModel):
     """
 
     max_per_call: int = Field(50, ge=1)
-    max_side: int = Field(
+    grid_max_side: int = Field(
         1344,
         ge=32,
-        description="longest side of every JPEG sent; Overview grids are this wide (cells are "
-        "a third of it, never wider than the frame). 1344: a 16:9 3x2 grid fits 3 OpenAI "
-        "512-px tiles with 445-px cells",
+        description="longest side of an Overview grid, which is this wide (cells are a third "
+        "of it, never wider than the frame), and the cap on every JPEG sent. 1344: a 16:9 3x2 "
+        "grid fits 3 OpenAI 512-px tiles with 445-px cells",
     )
     frame_max_side: int = Field(
         768,
         ge=32,
-        description="longest side of a single Skim/Focus/Direct frame, never above max_side; "
+        description="longest side of a single Skim/Focus/Direct frame, never above grid_max_side; "
         "768 reads 0.98-0.99 of the native frame's text at 425 tile tokens per 16:9 frame",
     )
     jpeg_quality: int = Field(85, ge=1, le=100)
@@ -53,8 +53,11 @@ class VideoConfig(StrictModel):
         "sub-interval around its centre when there is one (decoding it is far cheaper); "
         "0 always takes the exact centre frame",
     )
-    decode_max_side: int | None = Field(
-        None, ge=16, description="downscale decoded frames to this longest side; null keeps size"
+    decoded_max_side: int | None = Field(
+        None,
+        ge=16,
+        description="longest side of the frames the decoder returns (larger ones are scaled "
+        "down); null keeps the video's size",
     )
     parallel_decoders: int = Field(
         2,

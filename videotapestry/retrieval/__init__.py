@@ -7,7 +7,7 @@ Typical use at the Focus level::
     result.clips            # chosen clips, chronological
     result.to_dict()        # the whole trajectory, JSON-ready for the trace
 
-At the Focus level, with every selected MacroEvent represented (``pace_mem.focus_scope``)::
+At the Focus level, with every selected MacroEvent represented (``evidence.focus_scope``)::
 
     text = focus_query_text(question, instruction, options, include_options=cfg.query_options)
     focus = select_focus_evidence(embed(text), packed, macro_ids, cfg)

@@ -5,7 +5,7 @@ Why this exists: one PACE-Mem run over all candidate clips keeps 2-10 of them, w
 query matches best. When the Skim agent selected several MacroEvents because the answer is
 spread over them (a count over distant branches: "how many contestants play the piano"), a
 joint run can spend its whole depth on the best-matching branch and leave another with no
-clip, so the Focus agent never sees that subgraph. ``pace_mem.focus_scope`` chooses how the
+clip, so the Focus agent never sees that subgraph. ``evidence.focus_scope`` chooses how the
 selection is made:
 
 ==================  ========================================================================
@@ -59,7 +59,7 @@ def focus_query_text(
     include_options: bool = False,
 ) -> str:
     """The text PACE-Mem embeds at the Focus level: question + upstream instruction, and the
-    option texts when ``include_options`` (``pace_mem.query_options``).
+    option texts when ``include_options`` (``evidence.query_options``).
 
     Options name what to look for that the question leaves implicit (the candidate people or
     actions), but the wrong ones pull their own clips in too; the switch exists so the coverage
