@@ -53,7 +53,7 @@ from videotapestry.config.models import (
     RoleModels,
 )
 from videotapestry.config.renames import RENAMED_KEYS, RenamedKey
-from videotapestry.config.retrieval import EmbeddingConfig, PaceMemConfig
+from videotapestry.config.retrieval import EmbeddingConfig, EvidenceConfig
 from videotapestry.config.run import Config, PromptsConfig, Variant
 from videotapestry.config.video import ImagesConfig, VideoConfig
 
@@ -75,6 +75,7 @@ __all__ = [
     "CacheConfig",
     "Config",
     "EmbeddingConfig",
+    "EvidenceConfig",
     "ExecutorConfig",
     "ImagesConfig",
     "JsonMode",
@@ -84,7 +85,6 @@ __all__ = [
     "ModelSettingsOverride",
     "ModelsConfig",
     "OverviewSettings",
-    "PaceMemConfig",
     "Price",
     "PromptsConfig",
     "RayBuildSettings",

@@ -23,7 +23,7 @@ class EmbeddingConfig(StrictModel):
     )
 
 
-class PaceMemConfig(StrictModel):
+class EvidenceConfig(StrictModel):
     """Leaf-level evidence selection at the Focus level (SPEC section 6): PACE-Mem, the method,
     or one of the top_k and adaptive_k baselines; every constant is configurable."""
 
@@ -55,7 +55,7 @@ class PaceMemConfig(StrictModel):
     )
 
     @model_validator(mode="after")
-    def _depth_bounds_ordered(self) -> PaceMemConfig:
+    def _depth_bounds_ordered(self) -> EvidenceConfig:
         if self.k_max < self.k_min:
             raise ValueError(f"k_max ({self.k_max}) must be at least k_min ({self.k_min})")
         return self

@@ -13,7 +13,7 @@ from videotapestry.config.base import StrictModel
 from videotapestry.config.builder import BuilderConfig
 from videotapestry.config.executor import ExecutorConfig
 from videotapestry.config.models import CacheConfig, ModelsConfig, Price
-from videotapestry.config.retrieval import EmbeddingConfig, PaceMemConfig
+from videotapestry.config.retrieval import EmbeddingConfig, EvidenceConfig
 from videotapestry.config.video import ImagesConfig, VideoConfig
 
 
@@ -50,7 +50,7 @@ class Config(StrictModel):
     asr: AsrConfig = AsrConfig()
     video: VideoConfig = VideoConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
-    evidence: PaceMemConfig = PaceMemConfig()
+    evidence: EvidenceConfig = EvidenceConfig()
     prompts: PromptsConfig = PromptsConfig()
     builder: BuilderConfig = BuilderConfig()
     executor: ExecutorConfig = ExecutorConfig()

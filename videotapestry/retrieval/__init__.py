@@ -3,7 +3,7 @@
 Typical use at the Focus level::
 
     clips = build_clips(records, macro_spans, builder_clips=memory_clips, bin_s=cfg.clip_bin_s)
-    result = select_evidence(query_vector, clips, cfg)   # cfg: PaceMemConfig
+    result = select_evidence(query_vector, clips, cfg)   # cfg: EvidenceConfig
     result.clips            # chosen clips, chronological
     result.to_dict()        # the whole trajectory, JSON-ready for the trace
 

@@ -21,7 +21,7 @@ per_macro           one run inside each MacroEvent; ``k_min``, ``k_max`` and ``f
                     ``split_depth``), so the summed depth stays in the joint run's range
 ==================  ========================================================================
 
-The PACE-Mem switches of ``PaceMemConfig`` (method, mmr, depth_selection, pooling, ...) apply
+The PACE-Mem switches of ``EvidenceConfig`` (method, mmr, depth_selection, pooling, ...) apply
 to every run unchanged; "most relevant" for the floor and the budget split is the relevance
 the runs rank by (pooled, or the best record under ``pooling=false``). With
 ``method=adaptive_k`` there is no depth bound to split: each MacroEvent is cut at its own
@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from videotapestry.config import PaceMemConfig
+from videotapestry.config import EvidenceConfig
 from videotapestry.question import option_body
 from videotapestry.retrieval.clips import Clip
 from videotapestry.retrieval.from_memory import clips_under
@@ -188,7 +188,7 @@ def select_focus_evidence(
     query_vector: np.ndarray,
     packed: PackedClips,
     macro_ids: Sequence[str],
-    config: PaceMemConfig,
+    config: EvidenceConfig,
 ) -> FocusSelection:
     """Choose the Focus evidence under ``macro_ids`` from a packed memory (see module table).
 
@@ -283,7 +283,7 @@ def split_depth(total: int, weights: np.ndarray) -> np.ndarray:
 
 
 def _per_macro_budgets(
-    order: list[str], membership: np.ndarray, relevance: np.ndarray, config: PaceMemConfig
+    order: list[str], membership: np.ndarray, relevance: np.ndarray, config: EvidenceConfig
 ) -> dict[str, DepthBudget]:
     """Each MacroEvent's share of k_min, k_max and fixed_k, weighted by its best clip.
 
