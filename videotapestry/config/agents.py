@@ -8,6 +8,8 @@ from videotapestry.config.base import StrictModel
 
 
 class OverviewSettings(StrictModel):
+    """The Overview agent (Super level): one visual window shown as timestamped grids."""
+
     max_frames: int = Field(120, ge=1)
     max_grids: int = Field(20, ge=1)
     grid_columns: int = Field(3, ge=1)
@@ -16,6 +18,8 @@ class OverviewSettings(StrictModel):
 
 
 class LevelSettings(StrictModel):
+    """A level that is shown individual frames (Skim, Focus, the Direct baseline)."""
+
     max_frames: int = Field(50, ge=1)
 
 
@@ -40,6 +44,8 @@ class SingleAgentSettings(StrictModel):
 
 
 class AgentsConfig(StrictModel):
+    """What each level agent is shown, and the tool budget of a visited level."""
+
     overview: OverviewSettings = OverviewSettings()
     skim: LevelSettings = LevelSettings()
     focus: LevelSettings = LevelSettings()

@@ -44,6 +44,7 @@ class AsrConfig(StrictModel):
     )
 
     def resolved_cache_dir(self) -> Path:
+        """The transcript cache: ``cache_dir`` when set, else one in the user's cache directory."""
         if self.cache_dir:
             return Path(self.cache_dir).expanduser()
         return user_cache_dir() / "transcripts"

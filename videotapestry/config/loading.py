@@ -87,6 +87,8 @@ def parse_override(item: str) -> tuple[str, Any]:
 
 
 def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """``top`` laid over ``base``: nested mappings merge key by key, so a layer that sets one
+    setting of a section leaves the section's other settings as the layers below set them."""
     merged = copy.deepcopy(dict(base))
     for key, value in top.items():
         if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
@@ -97,6 +99,7 @@ def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any
 
 
 def available_profiles() -> list[str]:
+    """The names ``profile`` accepts: the shipped files under ``configs/profiles/``."""
     return sorted(p.stem for p in (configs_dir() / "profiles").glob("*.yaml"))
 
 

@@ -100,6 +100,8 @@ RoleModels = create_model(  # type: ignore[call-overload]
 
 
 class ModelsConfig(StrictModel):
+    """The default model settings, each role's changes to them, and the call limits."""
+
     default: ModelSettings = ModelSettings()
     roles: RoleModels = RoleModels()
     max_concurrency_per_endpoint: int = Field(8, ge=1, le=1024)
@@ -138,6 +140,7 @@ class CacheConfig(StrictModel):
     )
 
     def resolved_path(self) -> Path:
+        """The cache file: ``path`` when set, else one in the user's cache directory."""
         if self.path:
             return Path(self.path).expanduser()
         return user_cache_dir() / "responses.sqlite"

@@ -11,6 +11,9 @@ from videotapestry.config.base import StrictModel
 
 
 class EmbeddingConfig(StrictModel):
+    """The text embedding model behind node embeddings (search, PACE-Mem) and the builder's
+    matching of entity names."""
+
     model: str = Field(
         "Qwen/Qwen3-Embedding-0.6B",
         description="sentence-transformers name or directory; 'packaged:all-MiniLM-L6-v2' "

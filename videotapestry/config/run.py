@@ -18,6 +18,8 @@ from videotapestry.config.video import ImagesConfig, VideoConfig
 
 
 class PromptsConfig(StrictModel):
+    """Where prompt templates come from: the shipped ones, each replaceable by file name."""
+
     override_dir: str | None = Field(
         None, description="a directory whose template files replace the shipped ones by name"
     )
@@ -56,7 +58,9 @@ class Config(StrictModel):
     executor: ExecutorConfig = ExecutorConfig()
 
     def to_yaml(self) -> str:
+        """The whole config as YAML that ``load_config`` reads back to an equal ``Config``."""
         data = self.model_dump(mode="json")
         # Unset role fields inherit from models.default; printing them as null only adds noise.
         data["models"]["roles"] = self.models.roles.model_dump(mode="json", exclude_none=True)
-        return yaml.safe_dump(data, sort_keys=False)
+        text: str = yaml.safe_dump(data, sort_keys=False)
+        return text

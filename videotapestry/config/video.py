@@ -39,6 +39,8 @@ class ImagesConfig(StrictModel):
 
 
 class VideoConfig(StrictModel):
+    """Which decoder reads a video, and how: threads, keyframe snapping, frame size."""
+
     backend: Literal["auto", "pyav", "decord", "opencv"] = Field(
         "auto",
         description="auto tries PyAV, then decord, then OpenCV, each when the one before "
