@@ -32,8 +32,9 @@ def load_config(
 ) -> Config:
     """Build a validated ``Config`` from the default file, a profile, a user file and overrides.
 
-    ``source`` is a shipped config name (``"default"``, ``"ablations/wo_asr"``), a YAML path,
-    a mapping, or an existing ``Config`` (then only ``profile`` and ``overrides`` apply).
+    ``source`` is a shipped config name (a file under ``configs/`` without ``.yaml``, such as
+    ``"default"``), a YAML path, a mapping, or an existing ``Config`` (then only ``profile``
+    and ``overrides`` apply).
     """
     base = _read_config_file(configs_dir() / "default.yaml")
     if isinstance(source, Config):
