@@ -67,7 +67,7 @@ from bench_pace_mem_quality import (
     settings_from,
 )
 
-from videotapestry.config import PaceMemConfig
+from videotapestry.config import EvidenceConfig
 from videotapestry.retrieval import (
     EvidenceRecord,
     PackedClips,
@@ -401,7 +401,7 @@ class Prepared:
     vectors: dict[bool, np.ndarray]  # by query_options
 
 
-def build_split(seed: int, count: int, base: PaceMemConfig) -> list[Prepared]:
+def build_split(seed: int, count: int, base: EvidenceConfig) -> list[Prepared]:
     """``count`` queries, the three families in equal turns, embedded and packed."""
     rng = random.Random(seed)
     queries = []
@@ -430,7 +430,7 @@ def build_split(seed: int, count: int, base: PaceMemConfig) -> list[Prepared]:
     return prepared
 
 
-def evaluate(split: list[Prepared], config: PaceMemConfig) -> dict[str, np.ndarray]:
+def evaluate(split: list[Prepared], config: EvidenceConfig) -> dict[str, np.ndarray]:
     """Per-query figures for one configuration (``query_options`` picks the query vector)."""
     rows: dict[str, list[float]] = {"facts": [], "recall": [], "macros": [], "relevant": [],
                                     "depth": []}  # fmt: skip
@@ -455,7 +455,7 @@ def evaluate(split: list[Prepared], config: PaceMemConfig) -> dict[str, np.ndarr
     return {key: np.array(values, dtype=float) for key, values in rows.items()}
 
 
-def joint_curve(split: list[Prepared], base: PaceMemConfig, options: bool) -> dict[int, float]:
+def joint_curve(split: list[Prepared], base: EvidenceConfig, options: bool) -> dict[int, float]:
     """Mean recall of the joint pick order (MMR, or relevance order under mmr=false, top_k and
     adaptive_k) cut at each fixed depth: the depth-matched yardstick."""
     method = "top_k" if base.method == "adaptive_k" else base.method
@@ -469,7 +469,7 @@ def joint_curve(split: list[Prepared], base: PaceMemConfig, options: bool) -> di
     return curve
 
 
-def modes(base: PaceMemConfig) -> dict[str, PaceMemConfig]:
+def modes(base: EvidenceConfig) -> dict[str, EvidenceConfig]:
     return {
         f"{scope}{' + options' if flag else ''}": base.model_copy(
             update={"focus_scope": scope, "query_options": flag}
@@ -479,7 +479,7 @@ def modes(base: PaceMemConfig) -> dict[str, PaceMemConfig]:
     }
 
 
-def report(title: str, split: list[Prepared], base: PaceMemConfig) -> dict[str, dict]:
+def report(title: str, split: list[Prepared], base: EvidenceConfig) -> dict[str, dict]:
     results = {name: evaluate(split, config) for name, config in modes(base).items()}
     curves = {flag: joint_curve(split, base, flag) for flag in (False, True)}
     families = np.array([item.query.family for item in split])
@@ -535,7 +535,7 @@ def main() -> None:
     report_split = build_split(seed=202, count=args.queries, base=base)
     tuned = report("TUNE split (chooses the default)", tune_split, base)
     winner = choose(tuned, base.k_max)
-    shipped = PaceMemConfig()
+    shipped = EvidenceConfig()
     print(
         f"\nchosen on the tune split: {winner}  (shipped default: {shipped.focus_scope}"
         f"{' + options' if shipped.query_options else ''})"

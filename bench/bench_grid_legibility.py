@@ -1,6 +1,6 @@
 """Can scene text still be read inside an Overview grid cell? OCR recall against image tokens.
 
-A 3x2 grid as wide as ``images.max_side`` gives each cell a third of that width, so a frame
+A 3x2 grid as wide as ``images.grid_max_side`` gives each cell a third of that width, so a frame
 is shrunk far more in a grid than as a single Skim/Focus frame. This bench measures what
 that costs, through the real pipeline, for 640x360 and 1280x720 sources:
 
@@ -280,7 +280,7 @@ def grid_crops(
     parts = overview_images(frames, images, overview)
     columns, rows = overview.grid_columns, overview.grid_rows
     src_h, src_w = frames[0].image.shape[:2]
-    width = encoding.grid_width(frames, images.max_side, columns)
+    width = encoding.grid_width(frames, images.grid_max_side, columns)
     cell_w, cell_h = cell_size_for(frames[0].image.shape, columns, width)
     scale = min(cell_w / src_w, cell_h / src_h)
     new_w, new_h = max(1, round(src_w * scale)), max(1, round(src_h * scale))
@@ -408,7 +408,7 @@ def format_table(rows: Sequence[Row], heights: Sequence[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=40, help="frames OCR'd per row (of 120)")
-    parser.add_argument("--sides", default="768,1152,1344,1536", help="max_side values")
+    parser.add_argument("--sides", default="768,1152,1344,1536", help="images.grid_max_side values")
     parser.add_argument("--detect", type=int, default=0, help="cells per grid row for det+rec")
     parser.add_argument(
         "--chroma", choices=("444", "420"), default="444", help="JPEG chroma subsampling"
@@ -432,7 +432,7 @@ def main() -> None:
             Row(source, "native frame", f"{size[0]}x{size[1]} (1.00)", ceiling, ceiling, None)
         )
         for side in sides:
-            images = config.images.model_copy(update={"max_side": side})
+            images = config.images.model_copy(update={"grid_max_side": side})
             crops, cells, cost = grid_crops(video, frames, images, overview, keep)
             width = encoding.grid_width(frames, side, overview.grid_columns)
             cell_w, cell_h = cell_size_for(frames[0].image.shape, overview.grid_columns, width)
@@ -442,7 +442,7 @@ def main() -> None:
             rows.append(
                 Row(
                     source,
-                    f"grid, max_side {side}",
+                    f"grid, grid_max_side {side}",
                     f"{cell_w}x{cell_h} ({cell_w / size[0]:.2f})",
                     Scores.of(crops, reader.read(crops)),
                     ceiling,
@@ -452,7 +452,9 @@ def main() -> None:
             )
         seen: set[tuple[int, int]] = set()
         for side in sides:
-            images = config.images.model_copy(update={"max_side": side, "frame_max_side": side})
+            images = config.images.model_copy(
+                update={"grid_max_side": side, "frame_max_side": side}
+            )
             longest = max(size)
             shown = size if longest <= side else tuple(round(d * side / longest) for d in size)
             if shown in seen:
@@ -474,8 +476,9 @@ def main() -> None:
     print(
         f"Scene text legibility: {args.cells} of {FRAMES_PER_OVERVIEW} frames per row, 4 strings "
         f"each (text height = font em as % of frame height); jpeg_quality "
-        f"{config.images.jpeg_quality}, chroma {args.chroma}; defaults max_side "
-        f"{config.images.max_side}, frame_max_side {config.images.frame_max_side}; {elapsed:.0f} s "
+        f"{config.images.jpeg_quality}, chroma {args.chroma}; defaults grid_max_side "
+        f"{config.images.grid_max_side}, frame_max_side {config.images.frame_max_side}; "
+        f"{elapsed:.0f} s "
         f"({reader.seconds:.0f} s OCR)\n"
     )
     print(format_table(rows, SCENE_TEXT_HEIGHTS))

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from videotapestry.config import EmbeddingConfig, PaceMemConfig, parse_override
+from videotapestry.config import EmbeddingConfig, EvidenceConfig, parse_override
 from videotapestry.embeddings import SentenceTransformerEmbedder
 from videotapestry.retrieval import EvidenceRecord, TimeWindow, build_clips, select_evidence
 
@@ -237,7 +237,7 @@ def build_split(seed: int, count: int, redundancy: str) -> list[tuple[Query, np.
     return out
 
 
-def evaluate(split, config: PaceMemConfig) -> dict[str, float]:
+def evaluate(split, config: EvidenceConfig) -> dict[str, float]:
     covered, depth, wasted, fractions = [], [], [], []
     for query, qvec, clips in split:
         result = select_evidence(qvec, clips, config)
@@ -262,8 +262,8 @@ def evaluate(split, config: PaceMemConfig) -> dict[str, float]:
     }
 
 
-def variants(base: PaceMemConfig) -> dict[str, PaceMemConfig]:
-    def make(**changes) -> PaceMemConfig:
+def variants(base: EvidenceConfig) -> dict[str, EvidenceConfig]:
+    def make(**changes) -> EvidenceConfig:
         return base.model_copy(update=changes)
 
     return {
@@ -276,7 +276,7 @@ def variants(base: PaceMemConfig) -> dict[str, PaceMemConfig]:
     }
 
 
-def fixed_depth_curve(split, base: PaceMemConfig, mmr: bool) -> dict[int, float]:
+def fixed_depth_curve(split, base: EvidenceConfig, mmr: bool) -> dict[int, float]:
     """Facts covered at each fixed depth, by relevance order or by MMR order."""
     curve = {}
     for k in range(1, 15):
@@ -292,7 +292,7 @@ def at_depth(curve: dict[int, float], depth: float) -> float:
     return float(np.interp(depth, ks, [curve[k] for k in ks]))
 
 
-def report(title: str, split, base: PaceMemConfig) -> dict[str, dict[str, float]]:
+def report(title: str, split, base: EvidenceConfig) -> dict[str, dict[str, float]]:
     rows = {name: evaluate(split, config) for name, config in variants(base).items()}
     # Adaptive-k with buffers around PACE-Mem's mean depth, for a depth-matched comparison.
     pace_depth = rows["PACE-Mem"]["depth"]
@@ -333,7 +333,7 @@ def report(title: str, split, base: PaceMemConfig) -> dict[str, dict[str, float]
     return rows
 
 
-def tune(splits, base: PaceMemConfig, depth_budget: float) -> PaceMemConfig:
+def tune(splits, base: EvidenceConfig, depth_budget: float) -> EvidenceConfig:
     """Grid over PACE-Mem's constants on the tune splits: the most facts covered with a mean
     depth within ``depth_budget`` (the fixed top-7 budget), smaller depth on ties."""
     best, best_key = base, (-np.inf, 0.0)
@@ -363,16 +363,16 @@ def add_set_option(parser: argparse.ArgumentParser, example: str) -> None:
     """The ``--set key=value`` option of the PACE-Mem benches (this one, bench_focus_coverage)."""
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE",
-        help=f"change a PaceMemConfig setting for the whole run (e.g. --set {example})",
+        help=f"change a EvidenceConfig setting for the whole run (e.g. --set {example})",
     )  # fmt: skip
 
 
-def settings_from(items: list[str]) -> PaceMemConfig:
-    """The PaceMemConfig defaults changed by ``--set`` items, said aloud when there are any."""
+def settings_from(items: list[str]) -> EvidenceConfig:
+    """The EvidenceConfig defaults changed by ``--set`` items, said aloud when there are any."""
     changes = dict(parse_override(f"x.{item}") for item in items)
     if changes:
         print(f"settings changed for this run: {items}")
-    return PaceMemConfig(**{key[2:]: value for key, value in changes.items()})
+    return EvidenceConfig(**{key[2:]: value for key, value in changes.items()})
 
 
 def main() -> None:

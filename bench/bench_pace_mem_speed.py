@@ -26,7 +26,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from videotapestry.config import PaceMemConfig  # noqa: E402
+from videotapestry.config import EvidenceConfig  # noqa: E402
 from videotapestry.retrieval import Clip, EvidenceRecord, pack_clips, select_evidence  # noqa: E402
 
 
@@ -73,7 +73,7 @@ def main() -> None:
     clips = make_clips(args.clips, args.records, args.dim)
     rng = np.random.default_rng(1)
     queries = rng.normal(size=(args.repeats + 1, args.dim)).astype(np.float32)
-    base = PaceMemConfig()
+    base = EvidenceConfig()
     packed = pack_clips(clips, duplicate_threshold=base.duplicate_threshold)
     grouped = args.records - int(packed.kept_counts.sum())
     print(

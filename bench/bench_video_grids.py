@@ -2,7 +2,7 @@
 
 Frames are sampled once from a generated, textured 640x360 H.264 video (cached in
 bench/.cache/), then the encoding paths are timed on their own with the default image config
-(images.max_side for grids, images.frame_max_side for single frames, jpeg_quality). Prints
+(images.grid_max_side for grids, images.frame_max_side for single frames, jpeg_quality). Prints
 the median time per call and the bytes a call carries.
 
     python bench/bench_video_grids.py [--repeats 7]
@@ -45,8 +45,8 @@ def main() -> None:
         sampling = time.perf_counter() - started
     overview = config.agents.overview
     print(
-        f"source: {path.name}; 120 frames sampled in {sampling:.2f} s; images.max_side="
-        f"{config.images.max_side}, jpeg_quality={config.images.jpeg_quality}"
+        f"source: {path.name}; 120 frames sampled in {sampling:.2f} s; images.grid_max_side="
+        f"{config.images.grid_max_side}, jpeg_quality={config.images.jpeg_quality}"
     )
 
     seconds, grids = timed(lambda: overview_images(frames, config.images, overview), args.repeats)

@@ -658,12 +658,14 @@ class _BuildRun:
             frames,
             columns=perception.grid_columns,
             rows=perception.grid_rows,
-            grid_width=images_config.max_side,
+            grid_width=images_config.grid_max_side,
         )
         parts, notes = [], []
         for k, grid in enumerate(grids, start=1):
             jpeg = encode_jpeg(
-                grid.image, max_side=images_config.max_side, quality=images_config.jpeg_quality
+                grid.image,
+                max_side=images_config.grid_max_side,
+                quality=images_config.jpeg_quality,
             )
             parts.append(ImagePart(jpeg, f"grid {k}/{len(grids)}", grid.timestamps))
             notes.append(

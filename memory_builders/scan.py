@@ -111,7 +111,7 @@ def scan_video(
         min_scene_len=max(1, math.ceil(settings.min_shot_s * settings.detect_fps)),
     )
     detect_size = _even_size(info.width, info.height, settings.detect_width)
-    keep_size = decode_size(info.width, info.height, settings.frame_max_side)
+    keep_size = decode_size(info.width, info.height, settings.kept_frame_max_side)
     detect_step = 1.0 / settings.detect_fps
     keep_step = 1.0 / settings.sample_fps
     quality = [cv2.IMWRITE_JPEG_QUALITY, settings.frame_quality]

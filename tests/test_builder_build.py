@@ -180,8 +180,11 @@ def test_manifest_records_models_prompts_config_and_usage(built: Built) -> None:
     assert manifest.video_fingerprint == fingerprint(built.video.path)
     assert manifest.models == {
         "builder_clip": "fake-vlm",
-        "builder_event": "fake-vlm",
-        "builder_summary": "fake-vlm",
+        "builder_macro_boundaries": "fake-vlm",
+        "builder_macro": "fake-vlm",
+        "builder_entity_merge": "fake-vlm",
+        "builder_super": "fake-vlm",
+        "builder_root": "fake-vlm",
     }
     assert set(manifest.prompt_hashes) == {
         "builder_clip",

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from videotapestry.config import MODEL_ROLES, load_config, parse_override
+from videotapestry.config import (
+    BUILDER_ROLES,
+    MODEL_ROLES,
+    RENAMED_KEYS,
+    Config,
+    load_config,
+    parse_override,
+    validate_config,
+)
+from videotapestry.contracts.builder import BUILDER_PROMPT_ROLES, BUILDER_SCHEMAS
 from videotapestry.errors import ConfigError
 
 
@@ -127,3 +137,79 @@ def test_config_object_round_trips_through_yaml(tmp_path: Path) -> None:
     path = tmp_path / "dump.yaml"
     path.write_text(config.to_yaml())
     assert load_config(path) == config
+
+
+def test_renamed_section_is_refused_naming_the_new_one(tmp_path: Path) -> None:
+    path = tmp_path / "old.yaml"
+    path.write_text("pace_mem:\n  method: top_k\n  k_max: 6\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert str(path) in message
+    assert "'pace_mem.method' is now 'evidence.method'" in message
+    assert "'pace_mem.k_max' is now 'evidence.k_max'" in message
+    assert load_config(overrides=["evidence.k_max=6"]).evidence.k_max == 6
+
+
+def test_renamed_leaf_is_refused_in_a_mapping() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config({"images": {"max_side": 1152}, "video": {"decode_max_side": 480}})
+    message = str(info.value)
+    assert "mapping" in message
+    assert "'images.max_side' is now 'images.grid_max_side'" in message
+    assert "'video.decode_max_side' is now 'video.decoded_max_side'" in message
+    with pytest.raises(ConfigError, match=r"'builder\.scan\.kept_frame_max_side'"):
+        load_config({"builder": {"scan": {"frame_max_side": 512}}})
+    # the single-frame key of the images section kept its name
+    assert load_config({"images": {"frame_max_side": 512}}).images.frame_max_side == 512
+
+
+def test_renamed_role_is_refused_naming_the_new_roles(tmp_path: Path) -> None:
+    path = tmp_path / "roles.yaml"
+    path.write_text("models:\n  roles:\n    builder_summary:\n      model: small\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert "'models.roles.builder_summary.model' is now" in message
+    assert "'models.roles.builder_super.model' and 'models.roles.builder_root.model'" in message
+    with pytest.raises(ConfigError, match=r"'builder_macro_boundaries', 'builder_macro' and"):
+        load_config().models.settings_for("builder_event")
+
+
+def test_renamed_key_in_an_override_is_refused() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(overrides=["agents.focus.max_frames=10", "pace_mem.mmr=false"])
+    message = str(info.value)
+    assert "override 'pace_mem.mmr=false'" in message
+    assert "'pace_mem.mmr' is now 'evidence.mmr'" in message
+    with pytest.raises(ConfigError, match=r"'models\.roles\.builder_macro\.model'"):
+        load_config(overrides=["models.roles.builder_event.model=small"])
+    with pytest.raises(ConfigError, match=r"'images\.max_side' is now 'images\.grid_max_side'"):
+        validate_config({"images": {"max_side": 1152}})
+
+
+def test_every_rename_points_from_a_gone_key_to_a_live_one() -> None:
+    for renamed in RENAMED_KEYS:
+        old_path = renamed.old.split(".")
+        assert _known_key(old_path) is False, renamed.old
+        for new in renamed.new:
+            assert _known_key(new.split(".")), new
+
+
+def test_each_builder_prompt_is_sent_with_the_role_of_its_name() -> None:
+    assert all(role == prompt for prompt, role in BUILDER_PROMPT_ROLES.items())
+    assert set(BUILDER_PROMPT_ROLES) == set(BUILDER_SCHEMAS)
+    assert set(BUILDER_ROLES) == set(BUILDER_SCHEMAS) and set(BUILDER_ROLES) <= set(MODEL_ROLES)
+    config = load_config(overrides=["models.roles.builder_root.model=summariser"])
+    assert config.models.settings_for("builder_root").model == "summariser"
+    assert config.models.settings_for("builder_super").model == "gpt-5.5"
+
+
+def _known_key(path: list[str]) -> bool:
+    model: Any = Config
+    for part in path:
+        fields = getattr(model, "model_fields", None)
+        if not fields or part not in fields:
+            return False
+        model = fields[part].annotation
+    return True

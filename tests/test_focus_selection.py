@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from videotapestry.config import PaceMemConfig, load_config
+from videotapestry.config import EvidenceConfig, load_config
 from videotapestry.question import option_body
 from videotapestry.retrieval import (
     Clip,
@@ -79,7 +79,7 @@ def memory() -> tuple[np.ndarray, list[Clip]]:
     return query, clips
 
 
-def packed_of(clips: list[Clip], config: PaceMemConfig):
+def packed_of(clips: list[Clip], config: EvidenceConfig):
     return pack_clips(
         clips, duplicate_threshold=config.duplicate_threshold, length_unit=config.length_unit
     )
@@ -91,7 +91,7 @@ MACROS = ["cold", "hot", "empty", "warm"]
 def test_the_joint_run_can_leave_a_selected_macro_event_without_evidence(memory) -> None:
     # The defect of issue 9 item 7, reproduced: the premise of every test below.
     query, clips = memory
-    config = PaceMemConfig(focus_scope="joint")
+    config = EvidenceConfig(focus_scope="joint")
     focus = select_focus_evidence(query, packed_of(clips, config), MACROS, config)
     assert set(focus.with_status("unrepresented")) == {"cold", "warm"}
     assert focus.macros["cold"].clips == () and focus.macros["warm"].record_ids == ()
@@ -102,7 +102,7 @@ def test_the_joint_run_can_leave_a_selected_macro_event_without_evidence(memory)
 @pytest.mark.parametrize("ablation", list(ABLATIONS))
 def test_every_selected_macro_event_with_clips_gets_a_clip(memory, scope, ablation) -> None:
     query, clips = memory
-    config = PaceMemConfig(focus_scope=scope, **ABLATIONS[ablation])
+    config = EvidenceConfig(focus_scope=scope, **ABLATIONS[ablation])
     focus = select_focus_evidence(query, packed_of(clips, config), MACROS, config)
     assert focus.macro_ids == MACROS
     assert focus.with_status("no_clips") == ["empty"]
@@ -118,7 +118,7 @@ def test_every_selected_macro_event_with_clips_gets_a_clip(memory, scope, ablati
 @pytest.mark.parametrize("scope", SCOPES)
 def test_clips_are_chronological_per_macro_event_and_overall(memory, scope) -> None:
     query, clips = memory
-    config = PaceMemConfig(focus_scope=scope)
+    config = EvidenceConfig(focus_scope=scope)
     focus = select_focus_evidence(query, packed_of(clips, config), MACROS, config)
     starts = [c.start_s for c in focus.clips]
     assert starts == sorted(starts) and len(set(focus.clip_ids)) == focus.depth
@@ -132,7 +132,7 @@ def test_clips_are_chronological_per_macro_event_and_overall(memory, scope) -> N
 @pytest.mark.parametrize("ablation", list(ABLATIONS))
 def test_the_joint_scopes_run_exactly_select_evidence(memory, ablation) -> None:
     query, clips = memory
-    config = PaceMemConfig(focus_scope="joint", **ABLATIONS[ablation])
+    config = EvidenceConfig(focus_scope="joint", **ABLATIONS[ablation])
     packed = packed_of(clips, config)
     reference = select_evidence(query, clips_under(packed, MACROS), config)
     joint = select_focus_evidence(query, packed, MACROS, config)
@@ -156,7 +156,7 @@ def test_the_joint_scopes_run_exactly_select_evidence(memory, ablation) -> None:
 @pytest.mark.parametrize("ablation", list(ABLATIONS))
 def test_per_macro_runs_honour_the_switches_and_split_the_depth(memory, ablation) -> None:
     query, clips = memory
-    config = PaceMemConfig(focus_scope="per_macro", **ABLATIONS[ablation])
+    config = EvidenceConfig(focus_scope="per_macro", **ABLATIONS[ablation])
     packed = packed_of(clips, config)
     focus = select_focus_evidence(query, packed, MACROS, config)
     assert focus.joint is None
@@ -184,7 +184,7 @@ def test_per_macro_runs_honour_the_switches_and_split_the_depth(memory, ablation
 
 def test_per_macro_with_one_macro_event_is_the_plain_run(memory) -> None:
     query, clips = memory
-    config = PaceMemConfig(focus_scope="per_macro")
+    config = EvidenceConfig(focus_scope="per_macro")
     packed = packed_of(clips, config)
     focus = select_focus_evidence(query, packed, ["hot"], config)
     reference = select_evidence(query, clips_under(packed, ["hot"]), config)
@@ -195,10 +195,10 @@ def test_per_macro_with_one_macro_event_is_the_plain_run(memory) -> None:
 
 def test_pooling_switch_changes_the_relevance_the_floor_reads(memory) -> None:
     query, clips = memory
-    pooled, _ = clip_relevance(query, clips, PaceMemConfig())
-    best, _ = clip_relevance(query, clips, PaceMemConfig(pooling=False))
+    pooled, _ = clip_relevance(query, clips, EvidenceConfig())
+    best, _ = clip_relevance(query, clips, EvidenceConfig(pooling=False))
     assert not np.allclose(pooled, best)
-    reference = select_evidence(query, clips, PaceMemConfig(pooling=False))
+    reference = select_evidence(query, clips, EvidenceConfig(pooling=False))
     assert np.array_equal(best, reference.relevance)
 
 
@@ -219,7 +219,7 @@ def test_more_macro_events_than_k_max_still_get_one_clip_each() -> None:
         for i in range(6)
         for j in range(2)
     ]
-    config = PaceMemConfig(focus_scope="per_macro", k_min=2, k_max=4)
+    config = EvidenceConfig(focus_scope="per_macro", k_min=2, k_max=4)
     focus = select_focus_evidence(
         basis[0], packed_of(clips, config), [f"m{i}" for i in range(6)], config
     )
@@ -239,7 +239,7 @@ def test_a_clip_straddling_two_macro_events_counts_for_both_and_is_returned_once
     lone = make_clip("builder_00", 0.0, [at_cosine(query, basis[3], 0.2)], "a")
     far = make_clip("builder_09", 900.0, [at_cosine(query, basis[4], 0.1)], "c")
     for scope in SCOPES:
-        config = PaceMemConfig(focus_scope=scope, k_min=1, k_max=1)
+        config = EvidenceConfig(focus_scope=scope, k_min=1, k_max=1)
         packed = packed_of([lone, straddle, far], config)
         focus = select_focus_evidence(query, packed, ["a", "b", "c"], config)
         assert "builder_01" in focus.macros["a"].clip_ids
@@ -252,7 +252,7 @@ def test_a_clip_straddling_two_macro_events_counts_for_both_and_is_returned_once
 def test_no_candidates_at_all_is_reported_not_an_error(memory) -> None:
     query, clips = memory
     for scope in SCOPES:
-        config = PaceMemConfig(focus_scope=scope)
+        config = EvidenceConfig(focus_scope=scope)
         packed = packed_of(clips, config)
         focus = select_focus_evidence(query, packed, ["nothing", "nothing", "missing"], config)
         assert focus.macro_ids == ["nothing", "missing"]
@@ -266,7 +266,7 @@ def test_no_candidates_at_all_is_reported_not_an_error(memory) -> None:
 @pytest.mark.parametrize("scope", SCOPES)
 def test_deterministic_and_json_ready(memory, scope) -> None:
     query, clips = memory
-    config = PaceMemConfig(focus_scope=scope)
+    config = EvidenceConfig(focus_scope=scope)
     first = select_focus_evidence(query, packed_of(clips, config), MACROS, config).to_dict()
     second = select_focus_evidence(query, packed_of(list(reversed(clips)), config), MACROS, config)
     assert json.dumps(first) == json.dumps(second.to_dict())
@@ -312,9 +312,9 @@ def test_the_options_switch_changes_the_query() -> None:
 
 def test_the_config_switches_validate_and_reach_the_default_config() -> None:
     config = load_config()
-    assert config.pace_mem.focus_scope in SCOPES
-    assert isinstance(config.pace_mem.query_options, bool)
-    changed = load_config(overrides=["pace_mem.focus_scope=joint", "pace_mem.query_options=true"])
-    assert changed.pace_mem.focus_scope == "joint" and changed.pace_mem.query_options is True
+    assert config.evidence.focus_scope in SCOPES
+    assert isinstance(config.evidence.query_options, bool)
+    changed = load_config(overrides=["evidence.focus_scope=joint", "evidence.query_options=true"])
+    assert changed.evidence.focus_scope == "joint" and changed.evidence.query_options is True
     with pytest.raises(Exception, match="focus_scope"):
-        load_config(overrides=["pace_mem.focus_scope=everywhere"])
+        load_config(overrides=["evidence.focus_scope=everywhere"])

@@ -496,9 +496,9 @@ def test_pace_mem_switches_change_the_focus_evidence(
         make_vt(
             server,
             embedder,
-            "pace_mem.method=top_k",
-            "pace_mem.fixed_k=1",
-            "pace_mem.focus_scope=joint",
+            "evidence.method=top_k",
+            "evidence.fixed_k=1",
+            "evidence.focus_scope=joint",
         ),
         video,
     ).levels[2]

@@ -289,7 +289,7 @@ def test_every_selected_macro_event_is_shown_at_focus(server, embedder, video: P
     script = ScriptedModel()
     script.macro_choice = ["macro_0002", "macro_0003"]
     server.on(None, script)
-    result = ask(make_vt(server, embedder, "pace_mem.method=top_k", "pace_mem.fixed_k=1"), video)
+    result = ask(make_vt(server, embedder, "evidence.method=top_k", "evidence.fixed_k=1"), video)
     focus = result.levels[2]
     assert focus.candidate_ids == ["macro_0002", "macro_0003"]
     for macro_id in focus.candidate_ids:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from videotapestry.config import PaceMemConfig, load_config
+from videotapestry.config import EvidenceConfig, load_config
 from videotapestry.errors import ConfigError, RetrievalError
 from videotapestry.retrieval import (
     Clip,
@@ -46,8 +46,8 @@ def clip(name: str, start: float, vectors, texts=None) -> Clip:
     return Clip(name, start, start + 30.0, records, vectors)
 
 
-def config(**changes) -> PaceMemConfig:
-    return PaceMemConfig(**changes)
+def config(**changes) -> EvidenceConfig:
+    return EvidenceConfig(**changes)
 
 
 # --------------------------------------------------------------------------- MMR
@@ -325,14 +325,14 @@ ALL_METHODS = [
 
 
 @pytest.mark.parametrize("cfg", ALL_METHODS, ids=lambda c: f"{c.method}-{c.mmr}-{c.pooling}")
-def test_no_clips_gives_an_empty_result(cfg: PaceMemConfig) -> None:
+def test_no_clips_gives_an_empty_result(cfg: EvidenceConfig) -> None:
     result = select_evidence(np.ones(DIM), [], cfg)
     assert result.k_star == 0 and result.clips == () and result.selected_ids == []
     assert json.loads(json.dumps(result.to_dict()))["k_star"] == 0
 
 
 @pytest.mark.parametrize("cfg", ALL_METHODS, ids=lambda c: f"{c.method}-{c.mmr}-{c.pooling}")
-def test_one_clip_is_returned_by_every_variant(cfg: PaceMemConfig) -> None:
+def test_one_clip_is_returned_by_every_variant(cfg: EvidenceConfig) -> None:
     axes = basis(3)
     only = clip("only", 5.0, [with_cosine(axes[0], axes[1], 0.4), axes[2]])
     result = select_evidence(axes[0], [only], cfg)
@@ -450,4 +450,4 @@ def test_mismatched_shapes_are_clear_errors() -> None:
 
 def test_config_rejects_k_max_below_k_min() -> None:
     with pytest.raises(ConfigError, match="k_max"):
-        load_config(overrides=["pace_mem.k_min=5", "pace_mem.k_max=3"])
+        load_config(overrides=["evidence.k_min=5", "evidence.k_max=3"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from videotapestry.config import PaceMemConfig
+from videotapestry.config import EvidenceConfig
 from videotapestry.errors import RetrievalError
 from videotapestry.retrieval import Clip, EvidenceRecord, adaptive_k, fixed_depth, select_evidence
 
@@ -63,15 +63,15 @@ def test_adaptive_k_and_top_k_through_select_evidence() -> None:
     # Relevances in chronological order; sorted they are the worked example above.
     relevances = [0.37, 0.82, 0.30, 0.73, 0.42, 0.77, 0.35, 0.31]
     query, clips = one_record_clips(relevances)
-    adaptive = select_evidence(query, clips, PaceMemConfig(method="adaptive_k"))
+    adaptive = select_evidence(query, clips, EvidenceConfig(method="adaptive_k"))
     assert adaptive.depth_rule == "largest_gap" and adaptive.adaptive_cut == 3
     assert adaptive.selected_ids == ["c1", "c3", "c5"]  # the three above the gap, in time order
-    buffered = select_evidence(query, clips, PaceMemConfig(method="adaptive_k", adaptive_buffer=1))
+    buffered = select_evidence(query, clips, EvidenceConfig(method="adaptive_k", adaptive_buffer=1))
     assert buffered.selected_ids == ["c1", "c3", "c4", "c5"]
-    top = select_evidence(query, clips, PaceMemConfig(method="top_k", fixed_k=5))
+    top = select_evidence(query, clips, EvidenceConfig(method="top_k", fixed_k=5))
     assert top.depth_rule == "fixed" and top.k_star == 5
     assert top.selected_ids == ["c0", "c1", "c3", "c4", "c5"]
     # top_k ignores the MMR switch: it is the plain relevance baseline.
     assert np.array_equal(
-        top.order, select_evidence(query, clips, PaceMemConfig(method="top_k", mmr=True)).order
+        top.order, select_evidence(query, clips, EvidenceConfig(method="top_k", mmr=True)).order
     )

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from videotapestry.config import PaceMemConfig
+from videotapestry.config import EvidenceConfig
 from videotapestry.errors import OptionalDependencyError
 from videotapestry.retrieval import Clip, EvidenceRecord, select_evidence
 from videotapestry.retrieval.plot import plot_selection
@@ -20,7 +20,7 @@ def a_result():
         vectors = rng.normal(size=(3, 16)).astype(np.float32)
         records = tuple(EvidenceRecord(f"c{i}_{j}", "x", 30.0 * i + j, None, j) for j in range(3))
         clips.append(Clip(f"c{i}", 30.0 * i, 30.0 * i + 30, records, vectors))
-    return select_evidence(rng.normal(size=16), clips, PaceMemConfig())
+    return select_evidence(rng.normal(size=16), clips, EvidenceConfig())
 
 
 def test_plot_draws_relevance_scores_declines_and_k_star(tmp_path) -> None:

@@ -101,7 +101,7 @@ def test_overview_grids_are_in_time_order_and_labelled_with_the_right_times(
         assert len(part.timestamps) == 6
         assert part.label.startswith(f"grid {number + 1}/20 ")
         image = decode(part)
-        assert max(image.shape[:2]) <= config.images.max_side
+        assert max(image.shape[:2]) <= config.images.grid_max_side
         cells = cells_of(image)
         for cell, timestamp in zip(cells, part.timestamps, strict=True):
             index = read_frame_index(cell)
@@ -144,7 +144,7 @@ def test_labels_switch_to_hours_and_fractions_when_needed(ocr) -> None:
 
 
 def test_individual_frames_keep_their_timestamp_and_size(config, frames) -> None:
-    images = ImagesConfig(max_side=256, jpeg_quality=70)
+    images = ImagesConfig(grid_max_side=256, jpeg_quality=70)
     parts = frame_images(frames[:50], images, max_frames=50)
     assert len(parts) == 50
     for part, frame in zip(parts, frames[:50], strict=True):
@@ -161,10 +161,10 @@ def test_individual_frames_keep_their_timestamp_and_size(config, frames) -> None
 
 def test_quality_and_max_side_change_the_bytes(frames) -> None:
     small = overview_images(
-        frames[:6], ImagesConfig(max_side=384, jpeg_quality=40), OverviewSettings()
+        frames[:6], ImagesConfig(grid_max_side=384, jpeg_quality=40), OverviewSettings()
     )
     large = overview_images(
-        frames[:6], ImagesConfig(max_side=768, jpeg_quality=90), OverviewSettings()
+        frames[:6], ImagesConfig(grid_max_side=768, jpeg_quality=90), OverviewSettings()
     )
     assert 380 <= decode(small[0]).shape[1] <= 384 and 764 <= decode(large[0]).shape[1] <= 768
     assert len(small[0].jpeg) * 3 < len(large[0].jpeg)
@@ -221,19 +221,19 @@ def test_grids_follow_max_side_single_frames_their_own_lower_cap(frames) -> None
     # frames for on-screen text to stay legible (bench/bench_grid_legibility.py).
     from PIL import JpegImagePlugin
 
-    images = ImagesConfig(max_side=900, frame_max_side=200)
+    images = ImagesConfig(grid_max_side=900, frame_max_side=200)
     grid = overview_images(frames[:6], images, OverviewSettings())[0]
     assert 896 <= decode(grid).shape[1] <= 900
     single = frame_images(frames[:1], images, max_frames=1)[0]
     assert max(decode(single).shape[:2]) == 200
-    # max_side still bounds every image: lowering it alone shrinks single frames too
-    capped = frame_images(frames[:1], ImagesConfig(max_side=160), max_frames=1)[0]
+    # grid_max_side still bounds every image: lowering it alone shrinks single frames too
+    capped = frame_images(frames[:1], ImagesConfig(grid_max_side=160), max_frames=1)[0]
     assert max(decode(capped).shape[:2]) == 160
     # cells never enlarge a frame: 320-px frames make grids at most 3 x 320 + 2 gaps wide
-    wide = overview_images(frames[:6], ImagesConfig(max_side=2000), OverviewSettings())[0]
+    wide = overview_images(frames[:6], ImagesConfig(grid_max_side=2000), OverviewSettings())[0]
     assert decode(wide).shape[1] == 3 * 320 + 2 * CELL_GAP
     # colour kept at full resolution (4:4:4), so coloured text and tab edges do not smear
     for part in (grid, single):
         assert JpegImagePlugin.get_sampling(Image.open(io.BytesIO(part.jpeg))) == 0
     defaults = load_config().images
-    assert defaults.frame_max_side < defaults.max_side
+    assert defaults.frame_max_side < defaults.grid_max_side

@@ -174,7 +174,7 @@ def test_frames_from_several_windows_come_in_time_order_without_repeats(media) -
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_decode_max_side_downscales_and_keeps_the_frame(media, backend: str) -> None:
     video = media["mp4v"]
-    config = VideoConfig(backend=backend, decode_max_side=160)
+    config = VideoConfig(backend=backend, decoded_max_side=160)
     with open_video(video.path, config) as reader:
         frames = reader.frames_at([1.0, 20.0])
     assert all(f.image.shape == (90, 160, 3) for f in frames)

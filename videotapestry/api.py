@@ -155,7 +155,7 @@ class VideoTapestry:
                     else open_memory(memory, expected_fingerprint=video_fingerprint)
                 )
                 embedded = ensure_embeddings(raw, self.embedder)
-                evidence = pack_memory_evidence(embedded, self.config.pace_mem)
+                evidence = pack_memory_evidence(embedded, self.config.evidence)
                 loaded = LoadedMemory(embedded, MemoryLocator(embedded, self.embedder), evidence)
                 self._loaded.memories[key] = loaded
             return loaded

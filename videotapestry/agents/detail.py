@@ -65,7 +65,7 @@ def focus_memories(
 ) -> LevelMemories:
     """PACE-Mem's evidence under each selected MacroEvent, chronological, with relations.
 
-    Every selected MacroEvent that has evidence is represented (``pace_mem.focus_scope``),
+    Every selected MacroEvent that has evidence is represented (``evidence.focus_scope``),
     and the chosen clips' windows are where the Focus agent's frames are sampled. Without
     node embeddings (no embedder configured) every subgraph node is shown: a documented
     fallback that costs tokens but loses nothing.
@@ -75,7 +75,7 @@ def focus_memories(
     intervals: dict[str, list[tuple[float, float]]] = {m: [] for m in macro_ids}
     selection = None
     if ctx.evidence is not None and ctx.embedder is not None:
-        settings = ctx.config.pace_mem
+        settings = ctx.config.evidence
         query = focus_query_text(
             question.question,
             instruction,

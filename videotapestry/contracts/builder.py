@@ -204,12 +204,6 @@ BUILDER_SCHEMAS: dict[str, type[RoleOutput]] = {
     "builder_root": RootSummary,
 }
 
-#: Builder prompt name → the model role (``models.roles``) it is sent with.
-BUILDER_PROMPT_ROLES: dict[str, str] = {
-    "builder_clip": "builder_clip",
-    "builder_macro_boundaries": "builder_event",
-    "builder_macro": "builder_event",
-    "builder_entity_merge": "builder_event",
-    "builder_super": "builder_summary",
-    "builder_root": "builder_summary",
-}
+#: Builder prompt name → the model role (``models.roles``) it is sent with: each prompt has a
+#: role of its own name, so one step of a build can get its own model.
+BUILDER_PROMPT_ROLES: dict[str, str] = {name: name for name in BUILDER_SCHEMAS}

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from videotapestry.config import BUILDER_ROLES
 from videotapestry.errors import ConfigError, VideoTapestryError
 from videotapestry.eval.answering import (
     REASSEMBLED,
@@ -75,7 +76,6 @@ from videotapestry.result import Result
 if TYPE_CHECKING:
     from videotapestry.api import VideoTapestry
 
-BUILDER_ROLES = ("builder_clip", "builder_event", "builder_summary")
 ERRORS_LOG = "errors.log"
 
 

@@ -3,11 +3,11 @@
 Typical use at the Focus level::
 
     clips = build_clips(records, macro_spans, builder_clips=memory_clips, bin_s=cfg.clip_bin_s)
-    result = select_evidence(query_vector, clips, cfg)   # cfg: PaceMemConfig
+    result = select_evidence(query_vector, clips, cfg)   # cfg: EvidenceConfig
     result.clips            # chosen clips, chronological
     result.to_dict()        # the whole trajectory, JSON-ready for the trace
 
-At the Focus level, with every selected MacroEvent represented (``pace_mem.focus_scope``)::
+At the Focus level, with every selected MacroEvent represented (``evidence.focus_scope``)::
 
     text = focus_query_text(question, instruction, options, include_options=cfg.query_options)
     focus = select_focus_evidence(embed(text), packed, macro_ids, cfg)

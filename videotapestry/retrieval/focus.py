@@ -5,7 +5,7 @@ Why this exists: one PACE-Mem run over all candidate clips keeps 2-10 of them, w
 query matches best. When the Skim agent selected several MacroEvents because the answer is
 spread over them (a count over distant branches: "how many contestants play the piano"), a
 joint run can spend its whole depth on the best-matching branch and leave another with no
-clip, so the Focus agent never sees that subgraph. ``pace_mem.focus_scope`` chooses how the
+clip, so the Focus agent never sees that subgraph. ``evidence.focus_scope`` chooses how the
 selection is made:
 
 ==================  ========================================================================
@@ -21,7 +21,7 @@ per_macro           one run inside each MacroEvent; ``k_min``, ``k_max`` and ``f
                     ``split_depth``), so the summed depth stays in the joint run's range
 ==================  ========================================================================
 
-The PACE-Mem switches of ``PaceMemConfig`` (method, mmr, depth_selection, pooling, ...) apply
+The PACE-Mem switches of ``EvidenceConfig`` (method, mmr, depth_selection, pooling, ...) apply
 to every run unchanged; "most relevant" for the floor and the budget split is the relevance
 the runs rank by (pooled, or the best record under ``pooling=false``). With
 ``method=adaptive_k`` there is no depth bound to split: each MacroEvent is cut at its own
@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from videotapestry.config import PaceMemConfig
+from videotapestry.config import EvidenceConfig
 from videotapestry.question import option_body
 from videotapestry.retrieval.clips import Clip
 from videotapestry.retrieval.from_memory import clips_under
@@ -59,7 +59,7 @@ def focus_query_text(
     include_options: bool = False,
 ) -> str:
     """The text PACE-Mem embeds at the Focus level: question + upstream instruction, and the
-    option texts when ``include_options`` (``pace_mem.query_options``).
+    option texts when ``include_options`` (``evidence.query_options``).
 
     Options name what to look for that the question leaves implicit (the candidate people or
     actions), but the wrong ones pull their own clips in too; the switch exists so the coverage
@@ -188,7 +188,7 @@ def select_focus_evidence(
     query_vector: np.ndarray,
     packed: PackedClips,
     macro_ids: Sequence[str],
-    config: PaceMemConfig,
+    config: EvidenceConfig,
 ) -> FocusSelection:
     """Choose the Focus evidence under ``macro_ids`` from a packed memory (see module table).
 
@@ -283,7 +283,7 @@ def split_depth(total: int, weights: np.ndarray) -> np.ndarray:
 
 
 def _per_macro_budgets(
-    order: list[str], membership: np.ndarray, relevance: np.ndarray, config: PaceMemConfig
+    order: list[str], membership: np.ndarray, relevance: np.ndarray, config: EvidenceConfig
 ) -> dict[str, DepthBudget]:
     """Each MacroEvent's share of k_min, k_max and fixed_k, weighted by its best clip.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from videotapestry.config import PaceMemConfig
+from videotapestry.config import EvidenceConfig
 from videotapestry.errors import RetrievalError
 from videotapestry.memory import VideoMemory
 from videotapestry.memory.embedding_index import embedding_text
@@ -44,7 +44,7 @@ def memory_records(memory: VideoMemory) -> list[EvidenceRecord]:
     return records
 
 
-def pack_memory_evidence(memory: VideoMemory, config: PaceMemConfig) -> PackedClips:
+def pack_memory_evidence(memory: VideoMemory, config: EvidenceConfig) -> PackedClips:
     spans = [TimeWindow(m.id, m.time_range.start, m.time_range.end) for m in memory.macro_events()]
     builder = [TimeWindow(c.id, c.time_range.start, c.time_range.end) for c in memory.clips]
     clips = build_clips(

@@ -1,6 +1,6 @@
 """One entry point for leaf evidence selection: PACE-Mem, its ablations and the baselines.
 
-``select_evidence`` reads ``PaceMemConfig`` and returns a ``SelectionResult`` that holds the
+``select_evidence`` reads ``EvidenceConfig`` and returns a ``SelectionResult`` that holds the
 chosen clips in chronological order *and* the whole trajectory that led to them, so a trace
 can store it as JSON and a notebook can plot it (``retrieval.plot``). Which variant runs:
 
@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from videotapestry.config import PaceMemConfig
+from videotapestry.config import EvidenceConfig
 from videotapestry.errors import RetrievalError
 from videotapestry.retrieval.baselines import adaptive_k, fixed_depth
 from videotapestry.retrieval.clips import Clip
@@ -118,7 +118,7 @@ class SelectionResult:
 def select_evidence(
     query_vec: np.ndarray,
     clips: Sequence[Clip] | PackedClips,
-    config: PaceMemConfig,
+    config: EvidenceConfig,
 ) -> SelectionResult:
     """Choose the leaf evidence for one query, as configured (see the module table).
 
@@ -182,7 +182,7 @@ def select_evidence(
 
 
 def clip_relevance(
-    query_vec: np.ndarray, clips: Sequence[Clip] | PackedClips, config: PaceMemConfig
+    query_vec: np.ndarray, clips: Sequence[Clip] | PackedClips, config: EvidenceConfig
 ) -> tuple[np.ndarray, np.ndarray]:
     """Step 2 alone: each clip's relevance and vector, pooled or best-record as configured.
 
@@ -200,7 +200,7 @@ def clip_relevance(
     return best_record(scores, packed.embeddings, packed.offsets)
 
 
-def _packed(clips: Sequence[Clip] | PackedClips, config: PaceMemConfig) -> PackedClips:
+def _packed(clips: Sequence[Clip] | PackedClips, config: EvidenceConfig) -> PackedClips:
     if not isinstance(clips, PackedClips):
         return pack_clips(
             clips, duplicate_threshold=config.duplicate_threshold, length_unit=config.length_unit
@@ -217,7 +217,7 @@ def _packed(clips: Sequence[Clip] | PackedClips, config: PaceMemConfig) -> Packe
     return clips
 
 
-def _empty_result(config: PaceMemConfig) -> SelectionResult:
+def _empty_result(config: EvidenceConfig) -> SelectionResult:
     empty_f = np.zeros(0, dtype=np.float64)
     empty_i = np.zeros(0, dtype=np.int64)
     rule: DepthRule

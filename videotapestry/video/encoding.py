@@ -4,9 +4,9 @@ Two observation modes (SPEC §5): the Overview packs its frames into timestamp-l
 (``overview_images``), Skim and Focus send individual frames (``frame_images``), each with its
 timestamp burned into the corner by default, because a chat message carries its images after
 its text and the model could not otherwise tell which image shows which moment. A grid is
-``images.max_side`` wide; a single frame is scaled down so its longer side is at most
-``images.frame_max_side`` (never above ``max_side``): a grid cell is a third of the grid's width,
-so grids need the larger side for on-screen text to stay legible (bench_grid_legibility.py).
+``images.grid_max_side`` wide; a single frame is scaled down so its longer side is at most
+``images.frame_max_side`` (never above ``grid_max_side``): a grid cell is a third of the grid's
+width, so grids need the larger side for on-screen text to stay legible (bench_grid_legibility.py).
 Every image is encoded at ``images.jpeg_quality``.
 
 Budgets are enforced here, before any encoding work: more frames or images than the config
@@ -43,12 +43,12 @@ def individual_frame_budget(images: ImagesConfig, level: LevelSettings) -> int:
 
 
 def frame_side(images: ImagesConfig) -> int:
-    """Longest side of a single frame: ``frame_max_side``, capped by ``max_side``.
+    """Longest side of a single frame: ``frame_max_side``, capped by ``grid_max_side``.
 
-    ``max_side`` stays the bound on every image sent, so lowering it alone still shrinks
+    ``grid_max_side`` stays the bound on every image sent, so lowering it alone still shrinks
     everything (the old single-setting behaviour for anyone who tuned it down).
     """
-    return min(images.max_side, images.frame_max_side)
+    return min(images.grid_max_side, images.frame_max_side)
 
 
 def grid_width(frames: Sequence[Frame], max_side: int, columns: int) -> int:
@@ -109,11 +109,11 @@ def overview_images(
         frames,
         columns=overview.grid_columns,
         rows=overview.grid_rows,
-        grid_width=grid_width(frames, images.max_side, overview.grid_columns),
+        grid_width=grid_width(frames, images.grid_max_side, overview.grid_columns),
     )
     parts = []
     for number, grid in enumerate(grids, start=1):
-        jpeg = encode_jpeg(grid.image, max_side=images.max_side, quality=images.jpeg_quality)
+        jpeg = encode_jpeg(grid.image, max_side=images.grid_max_side, quality=images.jpeg_quality)
         span = f"{grid.labels[0]}-{grid.labels[-1]}" if len(grid.labels) > 1 else grid.labels[0]
         parts.append(ImagePart(jpeg, f"grid {number}/{len(grids)} {span}", grid.timestamps))
     return parts

@@ -303,7 +303,7 @@ class PyAVReader(_ReaderBase):
         stream = self._stream
         self._time_base = float(stream.time_base)
         self._start = stream.start_time or 0
-        self._size = decode_size(info.width, info.height, config.decode_max_side)
+        self._size = decode_size(info.width, info.height, config.decoded_max_side)
         self._frames = None  # the decoding generator, positioned after ``_last``
         self._last: tuple[int, object] | None = None  # (index, av frame) last decoded
         self._keyframes: dict[int, int | None] = {}
@@ -432,7 +432,7 @@ class DecordReader(_ReaderBase):
             raise VideoUnreadableError(
                 f"decord is not installed, cannot open {info.path} with it", path=info.path
             ) from exc
-        width, height = decode_size(info.width, info.height, config.decode_max_side)
+        width, height = decode_size(info.width, info.height, config.decoded_max_side)
         sized = (width, height) != (info.width, info.height)
         try:
             self._reader = decord.VideoReader(
@@ -504,7 +504,7 @@ class OpenCVReader(_ReaderBase):
         super().__init__(replace(info, frame_count=count, fps=fps, duration_s=count / fps), config)
         self._capture = capture
         self._next = 0  # index the next read() returns
-        self._size = decode_size(info.width, info.height, config.decode_max_side)
+        self._size = decode_size(info.width, info.height, config.decoded_max_side)
         try:
             self._decode([0])  # fail at open, not at first use, when nothing decodes
         except NoDecodableFramesError:

@@ -89,7 +89,7 @@ def from_video(
     """Frames decoded again at the references' timestamps; a video whose fingerprint is not
     the run's gives no pictures (they would show another video), only the reason."""
     try:
-        reader = open_video(path, VideoConfig(decode_max_side=DECODE_MAX_SIDE))
+        reader = open_video(path, VideoConfig(decoded_max_side=DECODE_MAX_SIDE))
     except VideoError as exc:
         return Thumbnails(missing=f"the video could not be read: {exc}")
     with reader:

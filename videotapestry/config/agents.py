@@ -1,0 +1,54 @@
+"""The ``agents`` section: what each level agent is shown and how many tools it may call."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from videotapestry.config.base import StrictModel
+
+
+class OverviewSettings(StrictModel):
+    """The Overview agent (Super level): one visual window shown as timestamped grids."""
+
+    max_frames: int = Field(120, ge=1)
+    max_grids: int = Field(20, ge=1)
+    grid_columns: int = Field(3, ge=1)
+    grid_rows: int = Field(2, ge=1)
+    min_window_s: float = Field(600.0, ge=0)
+
+
+class LevelSettings(StrictModel):
+    """A level that is shown individual frames (Skim, Focus, the Direct baseline)."""
+
+    max_frames: int = Field(50, ge=1)
+
+
+class LevelLimits(StrictModel):
+    """Tool budget of one visited level (Algorithm 2)."""
+
+    max_observations: int = Field(2, ge=0)
+    max_updates: int = Field(2, ge=0)
+    max_calls: int = Field(4, ge=0)
+
+
+class SingleAgentSettings(StrictModel):
+    """The single-agent ablation: one controller under the three levels' combined budgets."""
+
+    max_steps: int = Field(
+        8,
+        ge=1,
+        description="controller calls per question: the planning and decision calls the three "
+        "level agents make (anchors, plan, ASR plan and decision at Super; plan and decision "
+        "at Macro and Subgraph)",
+    )
+
+
+class AgentsConfig(StrictModel):
+    """What each level agent is shown, and the tool budget of a visited level."""
+
+    overview: OverviewSettings = OverviewSettings()
+    skim: LevelSettings = LevelSettings()
+    focus: LevelSettings = LevelSettings()
+    direct: LevelSettings = LevelSettings()  # the Direct baseline's uniform frames
+    single_agent: SingleAgentSettings = SingleAgentSettings()
+    level_limits: LevelLimits = LevelLimits()

@@ -1,0 +1,70 @@
+"""The ``video`` and ``images`` sections: how frames are decoded from a file, and how large
+the JPEGs made from them for a model are."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from videotapestry.config.base import StrictModel
+
+
+class ImagesConfig(StrictModel):
+    """Size and quality of the JPEGs sent (figures: bench/bench_grid_legibility.py).
+
+    A 3x2 Overview grid is ``grid_max_side`` wide, so a frame in it is shrunk about three times
+    more than as a single frame. At 768 a cell is 253 px and only 0.37-0.39 of the scene text
+    the native frame shows is read (subtitle-sized text: 47 %); at 1344 a 16:9 grid is 504 px
+    tall, still 3 OpenAI tiles (11.9k tokens per 20-grid call, as at 1152), and 0.79-0.80 is
+    read; 1536 reads 0.86-0.89 for 22.1k. Single frames read 0.98-0.99 at 768 already, so
+    they keep a lower cap of their own (``frame_max_side``).
+    """
+
+    max_per_call: int = Field(50, ge=1)
+    grid_max_side: int = Field(
+        1344,
+        ge=32,
+        description="longest side of an Overview grid, which is this wide (cells are a third "
+        "of it, never wider than the frame), and the cap on every JPEG sent. 1344: a 16:9 3x2 "
+        "grid fits 3 OpenAI 512-px tiles with 445-px cells",
+    )
+    frame_max_side: int = Field(
+        768,
+        ge=32,
+        description="longest side of a single Skim/Focus/Direct frame, never above grid_max_side; "
+        "768 reads 0.98-0.99 of the native frame's text at 425 tile tokens per 16:9 frame",
+    )
+    jpeg_quality: int = Field(85, ge=1, le=100)
+
+
+class VideoConfig(StrictModel):
+    """Which decoder reads a video, and how: threads, keyframe snapping, frame size."""
+
+    backend: Literal["auto", "pyav", "decord", "opencv"] = Field(
+        "auto",
+        description="auto tries PyAV, then decord, then OpenCV, each when the one before "
+        "cannot open or decode the file",
+    )
+    decode_threads: int = Field(0, ge=0, description="0 lets the decoder choose")
+    keyframe_snap: float = Field(
+        0.25,
+        ge=0.0,
+        le=0.5,
+        description="uniform sampling takes a keyframe within this fraction of a sample's "
+        "sub-interval around its centre when there is one (decoding it is far cheaper); "
+        "0 always takes the exact centre frame",
+    )
+    decoded_max_side: int | None = Field(
+        None,
+        ge=16,
+        description="longest side of the frames the decoder returns (larger ones are scaled "
+        "down); null keeps the video's size",
+    )
+    parallel_decoders: int = Field(
+        2,
+        ge=1,
+        le=16,
+        description="readers (file handles and threads) that decode one observation's frames "
+        "together, each a contiguous stretch; the frames are the same as with one",
+    )
