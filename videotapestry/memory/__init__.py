@@ -18,13 +18,12 @@ from videotapestry.memory.embedding_index import (
     embedding_text,
     ensure_embeddings,
 )
-from videotapestry.memory.locator import (
+from videotapestry.memory.locator import MemoryLocator
+from videotapestry.memory.locator_hits import (
     AnchorMatch,
     CandidateWindow,
     LocatorHit,
-    MemoryLocator,
     MultiAnchorResult,
-    split_anchors,
 )
 from videotapestry.memory.memdreamer import (
     MEMDREAMER_EMBEDDING_MODEL,
@@ -36,6 +35,7 @@ from videotapestry.memory.memdreamer import (
     keep_valid_embeddings,
     memdreamer_videos,
 )
+from videotapestry.memory.multi_anchor import split_anchors
 from videotapestry.memory.storage import (
     SCHEMA_VERSION,
     check_fingerprint,
@@ -61,10 +61,10 @@ from videotapestry.memory.types import (
     Subgraph,
     SuperEvent,
     TimeRange,
-    VideoMemory,
     node_description,
     node_label,
 )
+from videotapestry.memory.video_memory import VideoMemory
 
 
 def open_memory(path: str | Path, *, expected_fingerprint: str | None = None) -> VideoMemory:

@@ -24,8 +24,8 @@ from videotapestry.memory.types import (
     EventNode,
     NodeEmbeddings,
     OCRTextNode,
-    VideoMemory,
 )
+from videotapestry.memory.video_memory import VideoMemory
 
 logger = logging.getLogger(__name__)
 

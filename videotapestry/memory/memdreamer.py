@@ -75,8 +75,8 @@ from videotapestry.memory.types import (
     RootEvent,
     SuperEvent,
     TimeRange,
-    VideoMemory,
 )
+from videotapestry.memory.video_memory import VideoMemory
 
 logger = logging.getLogger(__name__)
 

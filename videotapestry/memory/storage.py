@@ -41,8 +41,8 @@ from videotapestry.memory.types import (
     Relation,
     RootEvent,
     SuperEvent,
-    VideoMemory,
 )
+from videotapestry.memory.video_memory import VideoMemory
 
 logger = logging.getLogger(__name__)
 
