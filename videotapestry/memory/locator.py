@@ -42,7 +42,6 @@ from videotapestry.memory.types import (
     NODE_KINDS,
     SUBGRAPH_KINDS,
     AnyNode,
-    TimeRange,
     node_description,
     node_label,
 )
@@ -75,11 +74,11 @@ def _phrase_tail(text: str) -> re.Pattern[str]:
 
 @dataclass(frozen=True)
 class _Entry:
-    node_id: str
-    kind: str
+    """A node with what every search compares and every hit reports, computed once."""
+
+    node: AnyNode
     label: str
     description: str
-    time_range: TimeRange
     macro_id: str | None
     super_id: str | None
     folded_label: str
@@ -112,13 +111,14 @@ class MemoryLocator:
         self.compactness_s = compactness_s
         nodes = memory.nodes([k for k in NODE_KINDS if k != "RootEvent"])
         self._entries = [self._entry(n) for n in nodes]
-        self._starts = np.array([e.time_range.start for e in self._entries], dtype=np.float64)
-        self._ends = np.array([e.time_range.end for e in self._entries], dtype=np.float64)
-        self._kinds = np.array([e.kind for e in self._entries])
-        self._by_id = {e.node_id: i for i, e in enumerate(self._entries)}
-        self._subgraph_rows = [i for i, e in enumerate(self._entries) if e.kind in SUBGRAPH_KINDS]
-        self._entity_rows = [i for i in self._subgraph_rows if self._entries[i].kind == "Entity"]
-        self._ocr_rows = [i for i in self._subgraph_rows if self._entries[i].kind == "OCRText"]
+        self._starts = np.array([e.node.time_range.start for e in self._entries], dtype=np.float64)
+        self._ends = np.array([e.node.time_range.end for e in self._entries], dtype=np.float64)
+        kinds = [e.node.kind for e in self._entries]
+        self._kinds = np.array(kinds)
+        self._by_id = {e.node.id: i for i, e in enumerate(self._entries)}
+        self._subgraph_rows = [i for i, kind in enumerate(kinds) if kind in SUBGRAPH_KINDS]
+        self._entity_rows = [i for i in self._subgraph_rows if kinds[i] == "Entity"]
+        self._ocr_rows = [i for i in self._subgraph_rows if kinds[i] == "OCRText"]
         self._ocr_compact = {
             i: self._entries[i].folded_label.replace(" ", "") for i in self._ocr_rows
         }
@@ -147,11 +147,9 @@ class MemoryLocator:
     def _entry(self, node: AnyNode) -> _Entry:
         label, description = node_label(node), node_description(node)
         return _Entry(
-            node_id=node.id,
-            kind=node.kind,
+            node=node,
             label=label,
             description=description,
-            time_range=node.time_range,
             macro_id=self.memory.macro_id_of(node.id),
             super_id=self.memory.super_id_of(node.id),
             folded_label=fold(label),
@@ -162,11 +160,11 @@ class MemoryLocator:
         entry = self._entries[row]
         # Built from already-validated memory data, so pydantic's validation is skipped.
         return LocatorHit.model_construct(
-            node_id=entry.node_id,
-            kind=entry.kind,
+            node_id=entry.node.id,
+            kind=entry.node.kind,
             label=entry.label,
             description=entry.description,
-            time_range=entry.time_range,
+            time_range=entry.node.time_range,
             macro_id=entry.macro_id,
             super_id=entry.super_id,
             match=match,
@@ -176,7 +174,7 @@ class MemoryLocator:
     def _ranked(self, scored: dict[int, MatchKind], limit: int | None) -> list[LocatorHit]:
         def key(row: int) -> tuple[float, float, str]:
             entry = self._entries[row]
-            return (-LEXICAL_SCORES[scored[row]], entry.time_range.start, entry.node_id)
+            return (-LEXICAL_SCORES[scored[row]], entry.node.time_range.start, entry.node.id)
 
         rows = sorted(scored, key=key)
         return [self._hit(row, scored[row]) for row in (rows if limit is None else rows[:limit])]
