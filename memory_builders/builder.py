@@ -84,6 +84,7 @@ from videotapestry.images import ImagePart
 from videotapestry.llm.service import ModelService, ModelSession
 from videotapestry.llm.usage import UsageSummary
 from videotapestry.memory import (
+    MANIFEST_FILE,
     Clip,
     EntityNode,
     MacroEvent,
@@ -94,10 +95,10 @@ from videotapestry.memory import (
     VideoMemory,
     ensure_embeddings,
     load_memory,
+    new_manifest,
     save_memory,
 )
 from videotapestry.memory.prompt_text import clock, clock_range, node_line
-from videotapestry.memory.storage import MANIFEST_FILE, new_manifest
 from videotapestry.memory.types import EntityGroup
 from videotapestry.ocr import (
     OcrEngine,

@@ -28,7 +28,7 @@ from videotapestry.memory import (
     save_memory,
     split_anchors,
 )
-from videotapestry.memory.locator import candidate_windows
+from videotapestry.memory.multi_anchor import candidate_windows
 
 SAMPLE = Path(__file__).parent / "fixtures" / "memdreamer_sample"
 PACKAGED = "packaged:all-MiniLM-L6-v2"

@@ -1,48 +1,53 @@
-"""The hierarchical video memory: typed model, storage, MemDreamer import, search, prompt text.
+"""The hierarchical video memory: typed model, on-disk formats, search, prompt text.
 
 Typical use::
 
-    memory = load_memory("memories/cooking", expected_fingerprint=video_fp)
+    memory = open_memory("memories/cooking", expected_fingerprint=video_fp)
     memory = ensure_embeddings(memory, SentenceTransformerEmbedder(config.embedding))
     locator = MemoryLocator(memory, embedder)
     result = locator.locate(["Tom", "score card"])
+
+This module is the face of the package: code outside ``videotapestry.memory`` imports from
+here, so the modules behind it can be rearranged without touching their users.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from videotapestry.errors import MemoryFormatError
 from videotapestry.memory.embedding_index import (
     compute_node_embeddings,
     embedding_text,
     ensure_embeddings,
+    keep_valid_embeddings,
 )
-from videotapestry.memory.locator import (
-    AnchorMatch,
-    CandidateWindow,
-    LocatorHit,
-    MemoryLocator,
-    MultiAnchorResult,
-    split_anchors,
-)
-from videotapestry.memory.memdreamer import (
+from videotapestry.memory.formats.base import MemoryFormat
+from videotapestry.memory.formats.memdreamer import (
     MEMDREAMER_EMBEDDING_MODEL,
-    ImportOutcome,
+    RELEASED_LAYOUT,
+    SCRIPTS_LAYOUT,
+    KeyframeSource,
+    MemDreamerLayout,
     export_memdreamer,
     import_memdreamer,
-    import_memdreamer_into,
     is_memdreamer_memory,
-    keep_valid_embeddings,
     memdreamer_videos,
 )
-from videotapestry.memory.storage import (
-    SCHEMA_VERSION,
-    check_fingerprint,
+from videotapestry.memory.formats.native import (
+    MANIFEST_FILE,
     is_native_memory,
     load_memory,
     save_memory,
 )
+from videotapestry.memory.formats.registry import MEMORY_FORMATS, detect_format, open_memory
+from videotapestry.memory.importing import ImportOutcome, import_memdreamer_into
+from videotapestry.memory.locator import MemoryLocator
+from videotapestry.memory.locator_hits import (
+    AnchorMatch,
+    CandidateWindow,
+    LocatorHit,
+    MultiAnchorResult,
+)
+from videotapestry.memory.manifest import SCHEMA_VERSION, check_fingerprint, new_manifest
+from videotapestry.memory.multi_anchor import split_anchors
 from videotapestry.memory.types import (
     NODE_KINDS,
     RELATION_TYPES,
@@ -61,41 +66,20 @@ from videotapestry.memory.types import (
     Subgraph,
     SuperEvent,
     TimeRange,
-    VideoMemory,
     node_description,
     node_label,
 )
-
-
-def open_memory(path: str | Path, *, expected_fingerprint: str | None = None) -> VideoMemory:
-    """Load a memory directory in either format: our native one or MemDreamer's layout."""
-    path = Path(path)
-    if is_native_memory(path):
-        return load_memory(path, expected_fingerprint=expected_fingerprint)
-    if is_memdreamer_memory(path):
-        memory = import_memdreamer(path)
-        check_fingerprint(memory.manifest, expected_fingerprint, origin=str(path))
-        return memory
-    if not path.exists():
-        raise MemoryFormatError(f"memory path {path} does not exist")
-    videos = memdreamer_videos(path)
-    if videos:
-        keys = ", ".join(list(videos)[:5]) + (", …" if len(videos) > 5 else "")
-        raise MemoryFormatError(
-            f"{path} holds the MemDreamer memories of {len(videos)} videos ({keys}); open one "
-            f"of them, e.g. {next(iter(videos.values()))}"
-        )
-    raise MemoryFormatError(
-        f"{path} is neither a videotapestry memory (memory.json + manifest.json) nor a "
-        "MemDreamer memory (phase3/ or phase4/hierarchical_graph_final.json)"
-    )
-
+from videotapestry.memory.video_memory import VideoMemory
 
 __all__ = [
+    "MANIFEST_FILE",
     "MEMDREAMER_EMBEDDING_MODEL",
+    "MEMORY_FORMATS",
     "NODE_KINDS",
     "RELATION_TYPES",
+    "RELEASED_LAYOUT",
     "SCHEMA_VERSION",
+    "SCRIPTS_LAYOUT",
     "SUBGRAPH_KINDS",
     "AnchorMatch",
     "AnyNode",
@@ -105,8 +89,11 @@ __all__ = [
     "EntityNode",
     "EventNode",
     "ImportOutcome",
+    "KeyframeSource",
     "LocatorHit",
     "MacroEvent",
+    "MemDreamerLayout",
+    "MemoryFormat",
     "MemoryLocator",
     "MemoryManifest",
     "MultiAnchorResult",
@@ -120,6 +107,7 @@ __all__ = [
     "VideoMemory",
     "check_fingerprint",
     "compute_node_embeddings",
+    "detect_format",
     "embedding_text",
     "ensure_embeddings",
     "export_memdreamer",
@@ -130,6 +118,7 @@ __all__ = [
     "keep_valid_embeddings",
     "load_memory",
     "memdreamer_videos",
+    "new_manifest",
     "node_description",
     "node_label",
     "open_memory",

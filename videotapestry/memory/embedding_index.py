@@ -3,7 +3,9 @@
 Embedding a 2-hour memory takes seconds to minutes, so vectors are stored with the memory and
 reused. They are only valid for the model that made them and the texts they were made from:
 ``ensure_embeddings`` reuses stored vectors when the model name and a digest of the node texts
-both match, and otherwise recomputes everything, so two models' vector spaces are never mixed.
+both match, and otherwise recomputes everything, so two models' vector spaces are never mixed;
+``keep_valid_embeddings`` picks, among several stored sets (an import's own, a destination's),
+one that is still valid.
 Rows are L2-normalized, so semantic search is one matrix-vector product.
 """
 
@@ -24,8 +26,8 @@ from videotapestry.memory.types import (
     EventNode,
     NodeEmbeddings,
     OCRTextNode,
-    VideoMemory,
 )
+from videotapestry.memory.video_memory import VideoMemory
 
 logger = logging.getLogger(__name__)
 
@@ -128,6 +130,39 @@ def ensure_embeddings(memory: VideoMemory, embedder: Embedder) -> VideoMemory:
         manifest = memory.manifest.model_copy(update={"embedding_model": embedder.model_name})
         updated = updated.with_manifest(manifest)
     return updated
+
+
+def keep_valid_embeddings(
+    memory: VideoMemory,
+    candidates: Sequence[NodeEmbeddings | None],
+    *,
+    preferred_model: str | None = None,
+) -> VideoMemory:
+    """``memory`` with the first candidate still valid for it (``None``s are skipped).
+
+    Valid means made for exactly these node ids and texts (``embeddings_match``), so vectors
+    of edited nodes are dropped, never mixed with new ones. A valid candidate of
+    ``preferred_model`` (the configured one, which query time will use) wins over the order.
+    With no valid candidate the memory carries no vectors.
+    """
+    valid = [
+        c
+        for c in candidates
+        if c is not None and embeddings_match(memory.with_embeddings(c), c.model_name)
+    ]
+    for candidate in candidates:
+        if candidate is not None and all(candidate is not v for v in valid):
+            logger.warning(
+                "embeddings of %s were made for other node texts; not kept", candidate.model_name
+            )
+    preferred = [c for c in valid if c.model_name == preferred_model]
+    kept = preferred or valid
+    chosen = kept[0] if kept else None
+    manifest = memory.manifest
+    if manifest is not None:
+        model = chosen.model_name if chosen is not None else None
+        memory = memory.with_manifest(manifest.model_copy(update={"embedding_model": model}))
+    return memory.with_embeddings(chosen)
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:

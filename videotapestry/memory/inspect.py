@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from videotapestry.memory.prompt_text import clock_range
-from videotapestry.memory.types import AnyNode, EntityNode, VideoMemory, node_label
+from videotapestry.memory.types import AnyNode, EntityNode, node_label
+from videotapestry.memory.video_memory import VideoMemory
 
 
 def memory_tree(memory: VideoMemory, *, max_depth: int | None = None) -> str:

@@ -25,97 +25,27 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from videotapestry.embeddings import Embedder
 from videotapestry.memory.embedding_index import ensure_embeddings, top_k
+from videotapestry.memory.locator_hits import (
+    LEXICAL_SCORES,
+    CandidateWindow,
+    LocatorHit,
+    MatchKind,
+    MultiAnchorResult,
+)
+from videotapestry.memory.multi_anchor import candidate_windows, split_anchors
 from videotapestry.memory.types import (
     NODE_KINDS,
     SUBGRAPH_KINDS,
     AnyNode,
-    TimeRange,
-    VideoMemory,
     node_description,
     node_label,
 )
-
-MatchKind = Literal[
-    "exact",
-    "alias",
-    "substring",
-    "ocr_exact",
-    "ocr_substring",
-    "ocr_confusable",
-    "text",
-    "semantic",
-    "time",
-]
-
-#: Scores of lexical matches, on the same 0..1 scale as cosine similarities.
-LEXICAL_SCORES: dict[str, float] = {
-    "exact": 1.0,
-    "ocr_exact": 1.0,
-    "alias": 0.95,
-    "substring": 0.75,
-    "ocr_substring": 0.75,
-    "ocr_confusable": 0.7,
-    "text": 0.6,
-    "time": 1.0,
-}
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class LocatorHit(_Frozen):
-    """One node that matched, with where it sits in the hierarchy and in time."""
-
-    node_id: str
-    kind: str
-    label: str
-    description: str
-    time_range: TimeRange
-    macro_id: str | None
-    super_id: str | None
-    match: MatchKind
-    score: float
-
-
-class AnchorMatch(_Frozen):
-    anchor: str
-    hit: LocatorHit
-
-
-class CandidateWindow(_Frozen):
-    """A joint hypothesis: one match per anchor, and the time span that covers them all."""
-
-    time_range: TimeRange
-    matches: tuple[AnchorMatch, ...]
-    score: float
-
-    @property
-    def span_s(self) -> float:
-        return self.time_range.duration
-
-    @property
-    def macro_ids(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(m.hit.macro_id for m in self.matches if m.hit.macro_id))
-
-    @property
-    def super_ids(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(m.hit.super_id for m in self.matches if m.hit.super_id))
-
-
-class MultiAnchorResult(_Frozen):
-    anchors: tuple[str, ...]
-    candidate_windows: tuple[CandidateWindow, ...]
-    unresolved_anchors: tuple[str, ...]
-    anchor_hits: dict[str, tuple[LocatorHit, ...]]
-
+from videotapestry.memory.video_memory import VideoMemory
 
 #: Characters OCR reads for one another (after casefolding), mapped to one of each group.
 _OCR_CONFUSIONS = str.maketrans({"0": "o", "1": "l", "i": "l", "|": "l"})
@@ -142,31 +72,13 @@ def _phrase_tail(text: str) -> re.Pattern[str]:
     return re.compile(re.escape(folded) + (r"(?!\w)" if _WORD.match(folded[-1:]) else ""))
 
 
-_SPLIT = re.compile(r"\s*(?:[,;|/+]|\b(?:and|then|with|after|before|while)\b)\s*", re.I)
-_QUOTED = re.compile(r"[\"“”]([^\"“”]+)[\"“”]")
-_ARTICLES = re.compile(r"^(?:(?:the|a|an)\b\s*)+", re.I)
-
-
-def split_anchors(target: str) -> list[str]:
-    """Split a free-text target into atomic anchors (quoted phrases stay whole).
-
-    A simple fallback for callers without a planner: ``'Tom and the "score card"'`` →
-    ``["score card", "Tom"]``. Agents normally pass their own anchor list to ``locate``.
-    """
-    quoted = [q.strip() for q in _QUOTED.findall(target) if q.strip()]
-    rest = _QUOTED.sub(" , ", target)
-    parts = [_ARTICLES.sub("", p.strip()).strip() for p in _SPLIT.split(rest)]
-    anchors = quoted + [p for p in parts if p]
-    return list(dict.fromkeys(anchors))
-
-
 @dataclass(frozen=True)
 class _Entry:
-    node_id: str
-    kind: str
+    """A node with what every search compares and every hit reports, computed once."""
+
+    node: AnyNode
     label: str
     description: str
-    time_range: TimeRange
     macro_id: str | None
     super_id: str | None
     folded_label: str
@@ -199,13 +111,14 @@ class MemoryLocator:
         self.compactness_s = compactness_s
         nodes = memory.nodes([k for k in NODE_KINDS if k != "RootEvent"])
         self._entries = [self._entry(n) for n in nodes]
-        self._starts = np.array([e.time_range.start for e in self._entries], dtype=np.float64)
-        self._ends = np.array([e.time_range.end for e in self._entries], dtype=np.float64)
-        self._kinds = np.array([e.kind for e in self._entries])
-        self._by_id = {e.node_id: i for i, e in enumerate(self._entries)}
-        self._subgraph_rows = [i for i, e in enumerate(self._entries) if e.kind in SUBGRAPH_KINDS]
-        self._entity_rows = [i for i in self._subgraph_rows if self._entries[i].kind == "Entity"]
-        self._ocr_rows = [i for i in self._subgraph_rows if self._entries[i].kind == "OCRText"]
+        self._starts = np.array([e.node.time_range.start for e in self._entries], dtype=np.float64)
+        self._ends = np.array([e.node.time_range.end for e in self._entries], dtype=np.float64)
+        kinds = [e.node.kind for e in self._entries]
+        self._kinds = np.array(kinds)
+        self._by_id = {e.node.id: i for i, e in enumerate(self._entries)}
+        self._subgraph_rows = [i for i, kind in enumerate(kinds) if kind in SUBGRAPH_KINDS]
+        self._entity_rows = [i for i in self._subgraph_rows if kinds[i] == "Entity"]
+        self._ocr_rows = [i for i in self._subgraph_rows if kinds[i] == "OCRText"]
         self._ocr_compact = {
             i: self._entries[i].folded_label.replace(" ", "") for i in self._ocr_rows
         }
@@ -234,11 +147,9 @@ class MemoryLocator:
     def _entry(self, node: AnyNode) -> _Entry:
         label, description = node_label(node), node_description(node)
         return _Entry(
-            node_id=node.id,
-            kind=node.kind,
+            node=node,
             label=label,
             description=description,
-            time_range=node.time_range,
             macro_id=self.memory.macro_id_of(node.id),
             super_id=self.memory.super_id_of(node.id),
             folded_label=fold(label),
@@ -249,11 +160,11 @@ class MemoryLocator:
         entry = self._entries[row]
         # Built from already-validated memory data, so pydantic's validation is skipped.
         return LocatorHit.model_construct(
-            node_id=entry.node_id,
-            kind=entry.kind,
+            node_id=entry.node.id,
+            kind=entry.node.kind,
             label=entry.label,
             description=entry.description,
-            time_range=entry.time_range,
+            time_range=entry.node.time_range,
             macro_id=entry.macro_id,
             super_id=entry.super_id,
             match=match,
@@ -263,7 +174,7 @@ class MemoryLocator:
     def _ranked(self, scored: dict[int, MatchKind], limit: int | None) -> list[LocatorHit]:
         def key(row: int) -> tuple[float, float, str]:
             entry = self._entries[row]
-            return (-LEXICAL_SCORES[scored[row]], entry.time_range.start, entry.node_id)
+            return (-LEXICAL_SCORES[scored[row]], entry.node.time_range.start, entry.node.id)
 
         rows = sorted(scored, key=key)
         return [self._hit(row, scored[row]) for row in (rows if limit is None else rows[:limit])]
@@ -449,72 +360,3 @@ class MemoryLocator:
             unresolved_anchors=unresolved,
             anchor_hits=hits,
         )
-
-
-def _iou(a: TimeRange, b: TimeRange) -> float:
-    inter = min(a.end, b.end) - max(a.start, b.start)
-    if inter < 0:
-        return 0.0
-    union = max(a.end, b.end) - min(a.start, b.start)
-    return 1.0 if union == 0 else inter / union
-
-
-def candidate_windows(
-    hits: dict[str, Sequence[LocatorHit]],
-    *,
-    compactness_s: float = 600.0,
-    limit: int | None = None,
-    max_overlap: float | None = None,
-) -> list[CandidateWindow]:
-    """Joint hypotheses with one match per anchor, best first. Pure function of its input.
-
-    Every match of every anchor is taken in turn as a pivot; each anchor contributes the
-    match that best trades its score against its time gap to the pivot
-    (score x exp(-gap / compactness_s)). A window's score is the mean match score x
-    exp(-span / compactness_s), so strong matches that sit close together rank first, and a
-    tight cluster of weak matches does not hide a slightly wider cluster of exact ones.
-    With ``max_overlap``, a window whose time range overlaps a better one by more than that
-    (intersection over union) is dropped; ``limit`` caps how many are returned.
-    """
-    anchors = list(hits)
-    if not anchors or any(not hits[a] for a in anchors):
-        return []
-    scale = compactness_s if compactness_s > 0 else math.inf
-    groups = [list(hits[a]) for a in anchors]
-    starts = [np.array([h.time_range.start for h in g]) for g in groups]
-    ends = [np.array([h.time_range.end for h in g]) for g in groups]
-    scores = [np.array([h.score for h in g]) for g in groups]
-    pivot_starts, pivot_ends = np.concatenate(starts), np.concatenate(ends)
-    # chosen[p, a]: index into groups[a] of the match anchor a contributes for pivot p.
-    chosen = np.empty((pivot_starts.size, len(anchors)), dtype=np.int64)
-    for a in range(len(anchors)):
-        gaps = np.maximum(
-            0.0,
-            np.maximum(
-                starts[a][None, :] - pivot_ends[:, None], pivot_starts[:, None] - ends[a][None, :]
-            ),
-        )
-        chosen[:, a] = np.argmax(scores[a][None, :] * np.exp(-gaps / scale), axis=1)
-    chosen = np.unique(chosen, axis=0)
-    columns = range(len(anchors))
-    window_start = np.min([starts[a][chosen[:, a]] for a in columns], axis=0)
-    window_end = np.max([ends[a][chosen[:, a]] for a in columns], axis=0)
-    mean = np.mean([scores[a][chosen[:, a]] for a in columns], axis=0)
-    window_score = np.round(mean * np.exp(-(window_end - window_start) / scale), 6)
-    order = np.lexsort((window_start, window_end - window_start, -window_score))
-    windows: list[CandidateWindow] = []
-    for row in order:
-        span = TimeRange.model_construct(start=float(window_start[row]), end=float(window_end[row]))
-        if max_overlap is not None and any(
-            _iou(span, kept.time_range) > max_overlap for kept in windows
-        ):
-            continue
-        matches = tuple(
-            AnchorMatch(anchor=anchors[a], hit=groups[a][chosen[row, a]]) for a in columns
-        )
-        windows.append(
-            CandidateWindow(time_range=span, matches=matches, score=float(window_score[row]))
-        )
-        if limit is not None and len(windows) >= limit:
-            break
-    return windows

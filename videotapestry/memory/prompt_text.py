@@ -26,8 +26,8 @@ from videotapestry.memory.types import (
     RootEvent,
     SuperEvent,
     TimeRange,
-    VideoMemory,
 )
+from videotapestry.memory.video_memory import VideoMemory
 from videotapestry.timecode import format_timestamp
 from videotapestry.tokens import estimate_tokens
 

@@ -20,8 +20,8 @@ from videotapestry.memory import (
     SuperEvent,
     TimeRange,
     VideoMemory,
+    new_manifest,
 )
-from videotapestry.memory.storage import new_manifest
 
 ENTITIES, EVENTS, OCR = 8, 9, 4  # 21 nodes per MacroEvent
 

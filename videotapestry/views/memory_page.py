@@ -11,7 +11,8 @@ import json
 from typing import Any
 
 from videotapestry.memory.prompt_text import clock_range, node_line, relation_line
-from videotapestry.memory.types import NODE_KINDS, AnyNode, VideoMemory, node_label
+from videotapestry.memory.types import NODE_KINDS, AnyNode, node_label
+from videotapestry.memory.video_memory import VideoMemory
 from videotapestry.views.page import html_page
 
 _CSS = """

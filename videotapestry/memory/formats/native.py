@@ -17,18 +17,18 @@ loading it for a different video is refused instead of silently answering about 
 from __future__ import annotations
 
 import io
-import json
-import logging
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
-from videotapestry.errors import FingerprintMismatchError, MemoryFormatError
+from videotapestry.errors import MemoryFormatError
 from videotapestry.files import write_atomic, write_json_atomic
+from videotapestry.memory.formats.json_files import read_json
+from videotapestry.memory.manifest import SCHEMA_VERSION, check_fingerprint, new_manifest
 from videotapestry.memory.types import (
+    AnyNode,
     Clip,
     EntityGroup,
     EntityNode,
@@ -41,12 +41,9 @@ from videotapestry.memory.types import (
     Relation,
     RootEvent,
     SuperEvent,
-    VideoMemory,
 )
+from videotapestry.memory.video_memory import VideoMemory
 
-logger = logging.getLogger(__name__)
-
-SCHEMA_VERSION = 1
 MEMORY_FILE = "memory.json"
 MANIFEST_FILE = "manifest.json"
 EMBEDDINGS_FILE = "embeddings.npy"
@@ -63,15 +60,24 @@ def is_native_memory(path: str | Path) -> bool:
     return (path / MEMORY_FILE).is_file() and (path / MANIFEST_FILE).is_file()
 
 
-def new_manifest(source: str, *, source_path: str | None = None, **fields: Any) -> MemoryManifest:
-    """A manifest stamped with the current schema version and time."""
-    return MemoryManifest(
-        schema_version=SCHEMA_VERSION,
-        source=source,
-        source_path=source_path,
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        **fields,
-    )
+class NativeFormat:
+    """Our own format, as a ``MemoryFormat``: the one every other format is converted to."""
+
+    name = "native"
+    description = "a videotapestry memory (memory.json + manifest.json)"
+
+    def detect(self, path: Path) -> bool:
+        return is_native_memory(path)
+
+    def read(self, path: Path, *, expected_fingerprint: str | None = None) -> VideoMemory:
+        return load_memory(path, expected_fingerprint=expected_fingerprint)
+
+    def write(self, memory: VideoMemory, path: Path) -> Path:
+        save_memory(memory, path)
+        return path
+
+    def hint(self, path: Path) -> str | None:
+        return None
 
 
 # --------------------------------------------------------------------------- saving
@@ -129,8 +135,8 @@ def memory_document(memory: VideoMemory) -> dict[str, Any]:
     }
 
 
-def _hierarchy_order(memory: VideoMemory) -> list[Any]:
-    ordered = [memory.root]
+def _hierarchy_order(memory: VideoMemory) -> list[AnyNode]:
+    ordered: list[AnyNode] = [memory.root]
     for super_event in memory.super_events():
         ordered.append(super_event)
         for macro in memory.macro_events(super_event.id):
@@ -175,41 +181,6 @@ def read_manifest(path: str | Path) -> MemoryManifest:
     manifest_data = read_json(manifest_file)
     _check_version(manifest_data, manifest_file)
     return _validate(TypeAdapter(MemoryManifest), manifest_data, manifest_file, "")
-
-
-def check_fingerprint(
-    manifest: MemoryManifest | None, expected: str | None, *, origin: str = "memory"
-) -> None:
-    """Raise ``FingerprintMismatchError`` when the memory's video is not the expected video."""
-    if expected is None:
-        return
-    stored = manifest.video_fingerprint if manifest is not None else None
-    if stored is None:
-        logger.warning(
-            "%s records no video fingerprint; cannot check it was built from this video", origin
-        )
-        return
-    if stored != expected:
-        raise FingerprintMismatchError(
-            f"{origin} was built from a different video (memory fingerprint {stored}, "
-            f"this video {expected}); build or import the memory for this video"
-        )
-
-
-def read_json(path: Path) -> Any:
-    """JSON from ``path`` with errors that name the file (and line/column when malformed)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise MemoryFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise MemoryFormatError(f"{path} is not UTF-8 text: {exc.reason}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise MemoryFormatError(
-            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from None
 
 
 def parse_memory_document(data: Any, origin: Path | str) -> VideoMemory:
@@ -350,5 +321,5 @@ def load_embeddings(path: str | Path) -> NodeEmbeddings | None:
     return NodeEmbeddings(model, tuple(ids), vectors, str(digest))
 
 
-def _is_str_list(value: Any) -> bool:
+def _is_str_list(value: Any) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
