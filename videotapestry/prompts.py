@@ -72,7 +72,7 @@ class PromptRegistry:
 
     def names(self) -> list[str]:
         """Role prompt names (partials whose file name starts with ``_`` are not roles)."""
-        found = set()
+        found: set[str] = set()
         for directory in (self.base_dir, self.override_dir):
             if directory is not None:
                 found.update(

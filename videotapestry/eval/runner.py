@@ -248,7 +248,7 @@ class EvalRunner:
             for group in self._groups(todo):
                 plan.groups.append((question, group))
         if self._answerer.group_by_video:  # stable: videos in order of their first question
-            first = {}
+            first: dict[Path, int] = {}
             for question, _ in plan.groups:
                 first.setdefault(self.inputs.memory(question), len(first))
             plan.groups.sort(key=lambda item: first[self.inputs.memory(item[0])])
