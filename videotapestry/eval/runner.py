@@ -53,7 +53,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 from videotapestry.errors import ConfigError, VideoTapestryError
 from videotapestry.eval.answering import (
@@ -180,7 +180,7 @@ def check_variants(variants: Sequence[str]) -> tuple[str, ...]:
     """The variants in order, once each; reassembly variants need ``full`` in the same run."""
     from videotapestry.config import Variant
 
-    known = Variant.__args__  # type: ignore[attr-defined]
+    known: tuple[str, ...] = get_args(Variant)
     chosen = tuple(dict.fromkeys(v.strip() for v in variants if v.strip()))
     unknown = [v for v in chosen if v not in known]
     if unknown:
