@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -442,3 +444,11 @@ def test_openai_base_url_env_is_honoured_and_config_wins(
         run(ask(ModelService(config)))
         assert other.requests == []
     assert len(fake_server.requests) == 2
+
+
+def test_call_monitor_imports_without_httpx() -> None:
+    # httpx is only a dev dependency (newer openai releases use httpx2), so the hooks the
+    # client installs must not need it.
+    code = "import sys; sys.modules['httpx'] = None; import videotapestry.llm.monitor"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

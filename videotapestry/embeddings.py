@@ -64,6 +64,8 @@ def resolve_model_path(name: str) -> str:
             f"embedding model {name!r} needs the {module_name.replace('_', '-')} package; "
             'install videotapestry with the "offline" extra'
         ) from None
+    if module.__file__ is None:
+        raise EmbeddingError(f"{module_name} is not an installed package with a model directory")
     path = Path(module.__file__).parent / "model"
     if not path.is_dir():
         raise EmbeddingError(f"packaged embedding model directory {path} is missing")
@@ -89,24 +91,27 @@ class SentenceTransformerEmbedder:
             getattr(model, "get_embedding_dimension", None)
             or model.get_sentence_embedding_dimension
         )
-        return int(getter())
+        dimension = getter()
+        if dimension is None:
+            raise EmbeddingError(f"embedding model {self.config.model!r} reports no dimension")
+        return int(dimension)
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         model = self._load()
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        kwargs = {}
+        prompt_name = None
         name = self.config.query_prompt_name
         # Only models that define the prompt get it (Qwen3-Embedding has "query"; MiniLM none).
         if query and name and name in (getattr(model, "prompts", None) or {}):
-            kwargs["prompt_name"] = name
+            prompt_name = name
         vectors = model.encode(
             list(texts),
+            prompt_name=prompt_name,
             batch_size=self.config.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
-            **kwargs,
         )
         return np.asarray(vectors, dtype=np.float32)
 

@@ -61,8 +61,9 @@ class PromptRegistry:
         if self.override_dir is not None and not self.override_dir.is_dir():
             raise PromptError(f"prompt override directory {self.override_dir} does not exist")
         search = [str(d) for d in (self.override_dir, self.base_dir) if d is not None]
+        self._loader = jinja2.FileSystemLoader(search)
         self._env = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(search),
+            loader=self._loader,
             undefined=jinja2.StrictUndefined,
             autoescape=False,
             trim_blocks=True,
@@ -72,7 +73,7 @@ class PromptRegistry:
 
     def names(self) -> list[str]:
         """Role prompt names (partials whose file name starts with ``_`` are not roles)."""
-        found = set()
+        found: set[str] = set()
         for directory in (self.base_dir, self.override_dir):
             if directory is not None:
                 found.update(
@@ -144,7 +145,7 @@ class PromptRegistry:
             return set()
         seen.add(filename)
         try:
-            text = self._env.loader.get_source(self._env, filename)[0]  # type: ignore[union-attr]
+            text = self._loader.get_source(self._env, filename)[0]
             ast = self._env.parse(text)
         except jinja2.TemplateNotFound:
             raise PromptError(f"prompt partial {filename!r} not found") from None

@@ -36,7 +36,7 @@ def decode_audio_window(
         if not container.streams.audio:
             return np.zeros(0, dtype=np.float32), start_s
         stream = container.streams.audio[0]
-        stream.thread_type = "AUTO"
+        stream.codec_context.thread_type = "AUTO"
         resampler = av.AudioResampler(format="flt", layout="mono", rate=sample_rate)
         if start_s > 0 and stream.time_base:
             container.seek(int(start_s / stream.time_base), stream=stream, backward=True)

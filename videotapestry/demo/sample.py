@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from videotapestry.demo.script import (
 )
 from videotapestry.demo.speech import SPEECH_DIR, SpeechAssets, load_speech, resynthesize
 from videotapestry.errors import SampleVideoError
+
+if TYPE_CHECKING:  # Pillow loads only when the slides are drawn
+    from PIL import ImageDraw, ImageFont
 
 VIDEO_NAME = "sample.mp4"
 QUESTIONS_NAME = "questions.json"
@@ -113,7 +116,7 @@ def _questions_text(timeline: Timeline, speech: SpeechAssets) -> str:
 # --------------------------------------------------------------------------- drawing
 
 
-def _font(size: int, *, bold: bool = False):
+def _font(size: int, *, bold: bool = False) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     from PIL import ImageFont
 
     name = "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf"
@@ -130,7 +133,9 @@ def _section_colour(key: str) -> tuple[int, int, int]:
     return (60, 60, 60)
 
 
-def _fitted(draw, text: str, size: int, width: int, *, bold: bool = False):
+def _fitted(
+    draw: ImageDraw.ImageDraw, text: str, size: int, width: int, *, bold: bool = False
+) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     # Shrink a line that would overflow the slide instead of letting it be cut off.
     while True:
         font = _font(size, bold=bold)

@@ -53,7 +53,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 from videotapestry.config import BUILDER_ROLES
 from videotapestry.errors import ConfigError, VideoTapestryError
@@ -180,7 +180,7 @@ def check_variants(variants: Sequence[str]) -> tuple[str, ...]:
     """The variants in order, once each; reassembly variants need ``full`` in the same run."""
     from videotapestry.config import Variant
 
-    known = Variant.__args__  # type: ignore[attr-defined]
+    known: tuple[str, ...] = get_args(Variant)
     chosen = tuple(dict.fromkeys(v.strip() for v in variants if v.strip()))
     unknown = [v for v in chosen if v not in known]
     if unknown:
@@ -248,7 +248,7 @@ class EvalRunner:
             for group in self._groups(todo):
                 plan.groups.append((question, group))
         if self._answerer.group_by_video:  # stable: videos in order of their first question
-            first = {}
+            first: dict[Path, int] = {}
             for question, _ in plan.groups:
                 first.setdefault(self.inputs.memory(question), len(first))
             plan.groups.sort(key=lambda item: first[self.inputs.memory(item[0])])

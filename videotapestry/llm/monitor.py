@@ -14,11 +14,18 @@ import contextvars
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import Any, Protocol, TypeVar
 
 Report = Callable[[dict[str, Any]], None]
+#: The SDK's HTTP client class: httpx's, or httpx2's in newer openai releases.
+HttpClient = TypeVar("HttpClient")
+
+
+class HttpResponse(Protocol):
+    """What the response hook reads; httpx and httpx2 responses both have it."""
+
+    @property
+    def status_code(self) -> int: ...
 
 
 @dataclass
@@ -56,7 +63,7 @@ CURRENT_CALL: contextvars.ContextVar[CallMonitor | None] = contextvars.ContextVa
 _RETRIED = {408, 409, 429} | set(range(500, 600))
 
 
-async def on_request(request: httpx.Request) -> None:
+async def on_request(request: object) -> None:
     monitor = CURRENT_CALL.get()
     if monitor is None:
         return
@@ -65,12 +72,15 @@ async def on_request(request: httpx.Request) -> None:
         monitor.event("retry", reason=monitor.last_problem or "no answer (timeout or lost)")
 
 
-async def on_response(response: httpx.Response) -> None:
+async def on_response(response: HttpResponse) -> None:
     monitor = CURRENT_CALL.get()
     if monitor is not None and response.status_code in _RETRIED:
         monitor.last_problem = f"HTTP {response.status_code}"
 
 
-def monitored_http_client(client_class: type[httpx.AsyncClient], **kwargs: Any) -> Any:
-    """An SDK HTTP client (``openai.DefaultAsyncHttpxClient``) with the monitor's hooks."""
+def monitored_http_client(client_class: Callable[..., HttpClient], **kwargs: Any) -> HttpClient:
+    """An SDK HTTP client (``openai.DefaultAsyncHttpxClient``) with the monitor's hooks.
+
+    Typed by the class it is given rather than by httpx: the package does not depend on httpx
+    itself, and newer openai releases bring httpx2 instead."""
     return client_class(event_hooks={"request": [on_request], "response": [on_response]}, **kwargs)

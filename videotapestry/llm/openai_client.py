@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, TypedDict
 
 import openai
 
@@ -36,6 +36,13 @@ JSON_MODES = ("json_schema", "json_object", "prompt")
 ROLE_HEADER = "x-videotapestry-role"
 PROMPT_HEADER = "x-videotapestry-prompt"
 LEVEL_HEADER = "x-videotapestry-level"
+
+
+class _ErrorSource(TypedDict):
+    """Which call failed: every typed error carries it, so a level can log and fall back."""
+
+    role: str
+    endpoint: str
 
 
 class OpenAICompatibleClient:
@@ -139,7 +146,7 @@ class OpenAICompatibleClient:
         settings = request.settings
         where = f"{request.role} call to {self.endpoint} (model {settings.model})"
         retries = f"after {settings.max_retries} retries"
-        kwargs = {"role": request.role, "endpoint": self.endpoint}
+        kwargs = _ErrorSource(role=request.role, endpoint=self.endpoint)
         if isinstance(exc, openai.APITimeoutError):
             return ModelTimeoutError(
                 f"{where} timed out after {settings.timeout_s:g} s, {retries}; raise "

@@ -144,6 +144,7 @@ def select_evidence(
     total = float(packed.lengths.sum())
     prefix = prefix_length(trajectory, packed.lengths[order], total, config.k_min, config.k_max)
 
+    rule: DepthRule
     if config.method == "adaptive_k":
         cut = adaptive_k(
             trajectory,

@@ -76,7 +76,7 @@ def make_text_schedule_video(
         Scene(k * colour_s, min(duration_s, (k + 1) * colour_s), f"COLOUR {k}", SCENE_COLORS[k % 8])
         for k in range(int(np.ceil(duration_s / colour_s)))
     ]
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, size)
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), fps, size)
     if not writer.isOpened():
         raise OSError(f"OpenCV cannot write an mp4v video to {path}")
     font = cv2.FONT_HERSHEY_DUPLEX
@@ -129,10 +129,14 @@ def truncate_video(path: str | Path, at_s: float) -> int:
     path = Path(path)
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
+        time_base = stream.time_base
+        if time_base is None:
+            raise ValueError(f"{path} has a video stream without a time base")
         cut = None
         for packet in container.demux(stream):
-            known = packet.pts is not None and packet.pos is not None and packet.pos > 0
-            if known and float(packet.pts * stream.time_base) >= at_s:
+            if packet.pts is None or packet.pos is None or packet.pos <= 0:
+                continue
+            if float(packet.pts * time_base) >= at_s:
                 cut = packet.pos
                 break
     if cut is None:

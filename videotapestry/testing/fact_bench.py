@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from videotapestry.api import QuestionItem, VideoTapestry
+from videotapestry.api import BatchResults, QuestionItem, VideoTapestry
 from videotapestry.config import load_config
 from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
 from videotapestry.llm.client import default_client_factories
@@ -99,7 +99,7 @@ def compare_offline_variants(
     for variant in variants:
         vt = offline_facade(f"variant={variant}", embedder=embedder, perception=perception)
 
-        async def run(vt: VideoTapestry = vt):
+        async def run(vt: VideoTapestry = vt) -> BatchResults:
             try:
                 return await vt.abatch(items, concurrency=concurrency)
             finally:

@@ -22,10 +22,15 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
+
+if TYPE_CHECKING:  # Pillow loads only when a scene-text video is drawn
+    from PIL import ImageFont
 
 INDEX_BITS = 20
 CHECK_BITS = 4
@@ -262,7 +267,7 @@ def make_test_video(
     scenes = make_scenes(count / fps, scene_s)
     renderer = FrameRenderer(size, fps, scenes)
     target = path if audio is None else _temporary_sibling(path)
-    writer = cv2.VideoWriter(str(target), cv2.VideoWriter_fourcc(*"mp4v"), fps, size)
+    writer = cv2.VideoWriter(str(target), cv2.VideoWriter.fourcc(*"mp4v"), fps, size)
     if not writer.isOpened():
         raise OSError(f"OpenCV cannot write an mp4v video to {target}")
     try:
@@ -350,9 +355,7 @@ def mux_audio(
         out.mux(audio_out.encode(None))
 
 
-def _rate(fps: float):
-    from fractions import Fraction
-
+def _rate(fps: float) -> Fraction:
     return Fraction(fps).limit_denominator(1001)
 
 
@@ -530,9 +533,9 @@ class SceneTextRenderer:
         self.width, self.height = size
         self.heights = tuple(heights)
         self.seed = seed
-        self._fonts: dict[tuple[str, int], object] = {}
+        self._fonts: dict[tuple[str, int], ImageFont.FreeTypeFont | ImageFont.ImageFont] = {}
 
-    def _font(self, name: str, em: int):
+    def _font(self, name: str, em: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
         from PIL import ImageFont
 
         key = (name, em)
@@ -552,7 +555,9 @@ class SceneTextRenderer:
         from PIL import Image, ImageDraw
 
         draw = ImageDraw.Draw(Image.new("RGB", (1, 1)))
-        return tuple(draw.textbbox((0, 0), text, font=self._font(font, em), stroke_width=0))
+        box = draw.textbbox((0, 0), text, font=self._font(font, em), stroke_width=0)
+        left, top, right, bottom = (int(edge) for edge in box)  # whole pixels for a font
+        return left, top, right, bottom
 
     @staticmethod
     def _opencv_face(em: int) -> tuple[int, int, float]:

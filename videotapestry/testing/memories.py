@@ -135,14 +135,17 @@ def synthetic_memory(
         key_entities=tuple(c for c, _ in CAST[:4]),
         time_range=TimeRange(start=0, end=DURATION_S),
     )
-    supers, macros, nodes, relations = [], [], [], []
+    super_events: list[SuperEvent] = []
+    macros: list[MacroEvent] = []
+    nodes: list[EntityNode | EventNode | OCRTextNode] = []
+    relations: list[Relation] = []
     super_len = DURATION_S / SUPERS
     macro_len = super_len / MACROS_PER_SUPER
     for s in range(SUPERS):
         place = PLACES[s % len(PLACES)]
         super_id = f"super_{s + 1:02d}"
         cast = rng.sample(CAST, 4)
-        supers.append(
+        super_events.append(
             SuperEvent(
                 id=super_id,
                 parent_id=root.id,
@@ -254,7 +257,7 @@ def synthetic_memory(
     ]
     return VideoMemory(
         root=root,
-        super_events=supers,
+        super_events=super_events,
         macro_events=macros,
         subgraph_nodes=nodes,
         relations=relations,

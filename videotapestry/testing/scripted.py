@@ -144,7 +144,7 @@ class ScriptedModel:
         """The single-agent controller: look, listen, rewrite, open, look closer, rewrite."""
         done = section(request.text, "What you have done so far:", "Left:").strip()
         count = 0 if done.startswith("(nothing yet)") else len(done.splitlines())
-        script = [
+        script: list[dict[str, Any]] = [
             {"action": "observe_visual", "mode": "grids", "time_ranges": [[600, 640]],
              "instruction": "Read the oven display."},
             {"action": "observe_asr", "time_ranges": [[600, 700]],

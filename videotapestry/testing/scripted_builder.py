@@ -315,7 +315,7 @@ def _colour_name(rgb: tuple[int, int, int]) -> str:
         (220, 100, 150): "pink",
         (110, 110, 110): "grey",
     }
-    return names.get(tuple(rgb), "plain")
+    return names.get(rgb, "plain")
 
 
 def perception_requests(requests: Sequence[RecordedRequest]) -> dict[str, int]:

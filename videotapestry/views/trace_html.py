@@ -147,7 +147,7 @@ def _timeline(trace: QuestionTrace) -> str:
     head = "<h2>Timeline</h2>"
     if not lanes or duration <= 0:
         return head + '<p class="muted">No level recorded any time: nothing to draw.</p>'
-    labels = {outcome.level: outcome.agent for outcome in trace.levels}
+    labels: dict[str, str] = {outcome.level: outcome.agent for outcome in trace.levels}
     unknown = ""
     if not trace.node_times:
         unknown = (
@@ -323,7 +323,7 @@ def _levels(trace: QuestionTrace, thumbnails: Thumbnails) -> str:
 
 
 def _memory(trace: QuestionTrace) -> str:
-    names = {outcome.level: outcome.agent for outcome in trace.levels}
+    names: dict[str, str] = {outcome.level: outcome.agent for outcome in trace.levels}
     legend = "".join(
         f'<span class="vt-chip vt-mp vt-mp-{status}">{esc(text)}</span> '
         for status, text in _PART_LEGEND
