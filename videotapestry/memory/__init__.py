@@ -36,11 +36,14 @@ from videotapestry.memory.memdreamer import (
     keep_valid_embeddings,
     memdreamer_videos,
 )
+from videotapestry.memory.prompt_text import clock, clock_range, node_line
 from videotapestry.memory.storage import (
+    MANIFEST_FILE,
     SCHEMA_VERSION,
     check_fingerprint,
     is_native_memory,
     load_memory,
+    new_manifest,
     save_memory,
 )
 from videotapestry.memory.types import (
@@ -92,6 +95,7 @@ def open_memory(path: str | Path, *, expected_fingerprint: str | None = None) ->
 
 
 __all__ = [
+    "MANIFEST_FILE",
     "MEMDREAMER_EMBEDDING_MODEL",
     "NODE_KINDS",
     "RELATION_TYPES",
@@ -119,6 +123,8 @@ __all__ = [
     "TimeRange",
     "VideoMemory",
     "check_fingerprint",
+    "clock",
+    "clock_range",
     "compute_node_embeddings",
     "embedding_text",
     "ensure_embeddings",
@@ -130,8 +136,10 @@ __all__ = [
     "keep_valid_embeddings",
     "load_memory",
     "memdreamer_videos",
+    "new_manifest",
     "node_description",
     "node_label",
+    "node_line",
     "open_memory",
     "save_memory",
     "split_anchors",
