@@ -3,8 +3,12 @@
     from memory_builders import MemoryBuilder
     result = MemoryBuilder("default").build("video.mp4", "memories/video")
 
-``memory_builders.builder`` runs the stages; each rule lives in its own module (``scan``,
-``clips``, ``transcript``, ``ocr``, ``macro``, ``entities``, ``summary``, ``export``).
+``memory_builders.builder`` runs the stages in order; each stage lives in its own module
+(``scan``, ``transcript``, ``segmentation``, ``perception``, ``macro``, ``entities``,
+``summary``, ``assembly``, ``output``), pure rules beside them (``boundaries``,
+``subgraphs``, ``clip_images``, ``clip_records``), and what every stage shares in
+``context`` and ``checkpoints``. The builder uses only the public core: the faces of
+``videotapestry.video``, ``.asr``, ``.memory`` and ``.llm``, and single-module tools.
 """
 
 from __future__ import annotations

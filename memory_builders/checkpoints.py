@@ -4,22 +4,28 @@ A build that is killed at any moment must resume without repeating finished work
 rebuild with changed settings must redo exactly the stages that depend on them. So every
 checkpoint stores the *key* of its inputs (a hash of the settings, prompt and upstream
 outputs that produced it) next to its data: a checkpoint is reused only when the key the
-stage computes now is the one it was written with. Files are written to a temporary file,
-flushed and renamed into place, so a ``kill -9`` leaves either the old file or the new one;
-a file that cannot be read back (a damaged disk, a hand edit) counts as missing.
+stage computes now is the one it was written with. The files are a ``JsonFileStore``: each
+is written whole or not at all, and one that cannot be read back (a damaged disk, a hand
+edit) counts as missing.
+
+Every stage is made of one step, ``checkpointed``: the stored output if its key still
+matches, else the output computed now, stored for the next run.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from videotapestry.files import write_json_atomic
+from memory_builders.report import StageReport
+from videotapestry.kvstore import JsonFileStore
 
 CHECKPOINT_VERSION = 1
+
+T = TypeVar("T")
 
 
 def stage_key(*parts: Any) -> str:
@@ -30,42 +36,62 @@ def stage_key(*parts: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:24]
 
 
-def data_digest(data: Any) -> str:
-    """A digest of a stage's output, for the keys of the stages that read it."""
-    return stage_key("data", data)
-
-
 class CheckpointStore:
-    """``<build dir>/<name>.json`` files holding ``{"key", "data"}``."""
+    """``<build dir>/<name>.json`` files holding ``{"version", "key", "data"}``."""
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
+        self._files = JsonFileStore(self.directory)
 
     def path(self, name: str) -> Path:
-        return self.directory / f"{name}.json"
+        return self._files.path(name)
 
     def get(self, name: str, key: str) -> Any | None:
         """The stored data when it was written with ``key``; None when missing or stale."""
-        try:
-            record = json.loads(self.path(name).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
+        record = self._files.get(name)
         if not isinstance(record, dict) or record.get("key") != key or "data" not in record:
             return None
         return record["data"]
 
     def put(self, name: str, key: str, data: Any) -> None:
-        write_json_atomic(
-            self.path(name), {"version": CHECKPOINT_VERSION, "key": key, "data": data}
-        )
+        self._files.put(name, {"version": CHECKPOINT_VERSION, "key": key, "data": data})
 
     def names(self, prefix: str) -> list[str]:
-        """Stored checkpoint names under ``prefix/`` (for reports and tests)."""
-        folder = self.directory / prefix
-        if not folder.is_dir():
-            return []
-        return sorted(f"{prefix}/{p.stem}" for p in folder.glob("*.json"))
+        """Stored checkpoint names directly under ``prefix/`` (for reports and tests)."""
+        return [n for n in self._files.all_keys() if n.rpartition("/")[0] == prefix]
 
     def clear(self) -> None:
-        if self.directory.exists():
-            shutil.rmtree(self.directory)
+        self._files.drop()
+
+
+async def checkpointed(
+    store: CheckpointStore,
+    name: str,
+    key: str,
+    compute: Callable[[], Awaitable[T]],
+    *,
+    load: Callable[[Any], T] = lambda data: data,
+    dump: Callable[[Any], Any] = lambda value: value,
+    tally: StageReport | None = None,
+    keep: Callable[[Any], bool] = lambda value: True,
+) -> T:
+    """Checkpoint ``name``'s value if it was stored under ``key``, else ``compute()``'s.
+
+    A computed value is stored (as ``dump(value)``, read back with ``load``) unless it is
+    None, which stands for nothing worth keeping (a failed clip, a fallback used: the next
+    run tries again), or ``keep`` refuses it. ``tally`` counts reused and computed values
+    for the build report; a None is neither.
+    """
+    data = store.get(name, key)
+    if data is not None:
+        if tally is not None:
+            tally.reused += 1
+        return load(data)
+    value = await compute()
+    if value is None:
+        return value
+    if keep(value):
+        store.put(name, key, dump(value))
+    if tally is not None:
+        tally.computed += 1
+    return value

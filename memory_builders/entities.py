@@ -1,4 +1,4 @@
-"""Stage 6 rules: entity unification across the whole video (canonical name ↔ variants).
+"""Stage 6: entity unification across the whole video (canonical name ↔ variants).
 
 Entity search at question time (``MemoryLocator``) matches a name against canonical names
 and their variants, so "Maria", "Chef Maria" and "maria" seen in different MacroEvents must
@@ -12,7 +12,8 @@ end up in one group. The procedure keeps the model out of the easy cases:
    the model confirms or rejects them in one call (at most ``max_questions`` pairs, the most
    similar first). Without an answer they stay apart.
 
-Each group's canonical name is its most frequent surface form (``preferred_name``).
+Each group's canonical name is its most frequent surface form (``preferred_name``). The
+merge plan (embeddings) and the model's answers are checkpointed.
 """
 
 from __future__ import annotations
@@ -21,11 +22,19 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from videotapestry.memory.types import EntityGroup, EntityNode
+from memory_builders.checkpoints import checkpointed, stage_key
+from memory_builders.context import BuildContext
+from memory_builders.subgraphs import MacroDraft
+from videotapestry.contracts.builder import EntityMergeDecisions
+from videotapestry.memory import EntityGroup, EntityNode
 from videotapestry.ocr import text_key
+
+#: Merges decided without the model (pairs of name-group indices), and the model's questions.
+MergePlan = tuple[list[tuple[int, int]], list["MergeQuestion"]]
 
 
 @dataclass
@@ -174,3 +183,77 @@ def unify(groups: Sequence[NameGroup], merges: Sequence[tuple[int, int]]) -> lis
             )
         )
     return out
+
+
+# --------------------------------------------------------------------------- the stage
+
+
+async def entity_stage(ctx: BuildContext, drafts: list[MacroDraft]) -> list[EntityGroup]:
+    settings = ctx.settings.entities
+    nodes = [n for d in drafts for n in d.entities]
+    with ctx.stage("entities") as (stage, session):
+        groups = name_groups(nodes)
+        if not groups:
+            return []
+        merges, questions = await _merge_plan(ctx, groups)
+        if questions:
+            pairs = [
+                f"{q.pair_id}: {groups[q.a].describe()} | {groups[q.b].describe()}"
+                for q in questions
+            ]
+            reply = await ctx.ask(
+                session,
+                "builder_entity_merge",
+                EntityMergeDecisions,
+                {"pairs": pairs},
+                checkpoint="entities",
+                key_parts=[pairs, settings.model_dump(), ctx.tools.embedder.model_name],
+                stage=stage,
+                where=f"{len(questions)} candidate pairs",
+            )
+            if reply is not None:
+                merges += [(q.a, q.b) for q in questions if reply.decisions.get(q.pair_id) is True]
+        return unify(groups, merges)
+
+
+async def _merge_plan(ctx: BuildContext, groups: list[NameGroup]) -> MergePlan:
+    """Automatic merges and model questions from name embeddings (checkpointed)."""
+    settings = ctx.settings.entities
+    embedder = ctx.tools.embedder
+    texts = [f"{g.name} ({g.entity_type})" if g.entity_type else g.name for g in groups]
+
+    async def plan() -> MergePlan:
+        with ctx.timings.measure("embed_names"):
+            vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+        merges, questions = plan_merges(
+            groups,
+            vectors,
+            merge_similarity=settings.merge_similarity,
+            ask_similarity=settings.ask_similarity,
+            max_questions=settings.max_questions,
+        )
+        return list(merges), questions
+
+    return await checkpointed(
+        ctx.store,
+        "merge_plan",
+        stage_key("merge_plan", embedder.model_name, texts, settings.model_dump()),
+        plan,
+        load=_plan_from_json,
+        dump=_plan_to_json,
+    )
+
+
+def _plan_to_json(plan: MergePlan) -> dict[str, Any]:
+    merges, questions = plan
+    return {
+        "merges": [list(m) for m in merges],
+        "questions": [[q.pair_id, q.a, q.b, round(q.similarity, 6)] for q in questions],
+    }
+
+
+def _plan_from_json(data: dict[str, Any]) -> MergePlan:
+    return (
+        [(int(a), int(b)) for a, b in data["merges"]],
+        [MergeQuestion(*q) for q in data["questions"]],
+    )

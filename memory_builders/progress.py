@@ -11,7 +11,7 @@ from typing import Any, Protocol, TextIO
 
 from tqdm import tqdm
 
-from videotapestry.llm.usage import UsageSummary
+from videotapestry.llm import UsageSummary
 
 
 class UsageSource(Protocol):

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from videotapestry.errors import VideoTapestryError
-from videotapestry.llm.usage import UsageSummary
+from videotapestry.llm import UsageSummary
 
 BUILDER_VERSION = "1"
 

@@ -1,8 +1,8 @@
 """Stages 1–2a: probe the video, then one decoding pass for shot cuts and the kept frames.
 
 Reading every frame of a long video is the largest fixed cost of a build (about a second
-per video-minute at 640×360 on two cores), so it happens once. While PyAV decodes the
-video front to back, two things are taken from the stream:
+per video-minute at 640×360 on two cores), so it happens once. While the reader's
+``SequentialPass`` decodes the video front to back, two things are taken from the stream:
 
 - every ``1 / detect_fps`` seconds a small BGR frame goes to PySceneDetect's
   ``ContentDetector`` (through its public ``process_frame`` / ``post_process`` interface),
@@ -12,16 +12,21 @@ video front to back, two things are taken from the stream:
   stages (OCR, perception) read these files instead of decoding the video again, so a
   resumed build, or a rebuild with other prompts, never decodes twice.
 
-Frame times follow the reader's convention (``videotapestry.video.reader``): frame ``i`` is
-on screen at ``i / fps``, derived from its presentation time. A packet that cannot be decoded
-is skipped; after several in a row the pass stops, and the kept frames end there, so clips
-after that point have no frames and are reported as failed by perception, not guessed at.
+Frame times are the reader's (``videotapestry.video``): frame ``i`` is on screen at
+``i / fps``, derived from its presentation time. A packet that cannot be decoded is skipped;
+after several in a row the pass stops, and the kept frames end there, so clips after that
+point have no frames and are reported as failed by perception, not guessed at.
+
+The kept frames are a checkpoint of their own: a later stage that needs them after they
+were deleted (``keep_frames: false`` after a complete build) scans again, once, and the
+frames must come out the same.
 """
 
 from __future__ import annotations
 
-import logging
+import asyncio
 import math
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,14 +37,21 @@ from typing import Any
 import cv2
 import numpy as np
 
+from memory_builders.checkpoints import checkpointed, stage_key
+from memory_builders.context import BuildContext
+from memory_builders.report import BuildError
 from videotapestry.config import BuilderScanSettings
-from videotapestry.errors import NoDecodableFramesError, VideoUnreadableError
-from videotapestry.video.reader import VideoInfo, decode_size
+from videotapestry.errors import NoDecodableFramesError
+from videotapestry.video import (
+    PassFrame,
+    RateSampler,
+    SequentialPass,
+    VideoInfo,
+    decode_size,
+    probe,
+    width_size,
+)
 
-log = logging.getLogger("memory_builders.scan")
-
-#: Undecodable packets in a row after which the pass gives up on the rest of the file.
-MAX_CONSECUTIVE_ERRORS = 8
 _EPS = 1e-6
 
 
@@ -92,6 +104,103 @@ class ScanResult:
         )
 
 
+# --------------------------------------------------------------------------- the stage
+
+
+class KeptFrames:
+    """The scan as the later stages use it: its result and checkpoint key, and the kept
+    frames on disk."""
+
+    def __init__(self, ctx: BuildContext, info: VideoInfo, result: ScanResult, key: str) -> None:
+        self.ctx = ctx
+        self.info = info
+        self.result = result
+        self.key = key
+        self.directory = ctx.frames_dir
+        self._on_disk = frames_present(self.directory, result.frames)
+        self._lock = asyncio.Lock()
+
+    def between(self, start_s: float, end_s: float) -> list[KeptFrame]:
+        """The kept frames in ``[start_s, end_s)``, or up to the end of the video inclusive."""
+        last = end_s >= self.info.duration_s - 1e-6
+        return [
+            f
+            for f in self.result.frames
+            if start_s <= f.timestamp_s < end_s or (last and f.timestamp_s == end_s)
+        ]
+
+    async def ensure(self) -> None:
+        """Scan again if the kept frames were deleted since the checkpoint was written."""
+        async with self._lock:
+            if self._on_disk:
+                return
+            again = await rescan(self.ctx, self.info)
+            self._on_disk = True
+            if [f.to_json() for f in again.frames] != [f.to_json() for f in self.result.frames]:
+                raise BuildError(
+                    f"scanning {self.ctx.video} again gave other frames than its checkpoint; "
+                    "rerun with --restart"
+                )
+
+    def load(self, frame: KeptFrame) -> np.ndarray:
+        with self.ctx.timings.measure("frames_load"):
+            return load_frame(self.directory, frame)
+
+    def jpeg_nearest(self, timestamp_s: float) -> bytes | None:
+        """The kept frame nearest ``timestamp_s`` as JPEG bytes, if the frames are on disk."""
+        if not self.result.frames:
+            return None
+        frame = min(self.result.frames, key=lambda f: abs(f.timestamp_s - timestamp_s))
+        path = self.directory / frame.file
+        return path.read_bytes() if path.is_file() else None
+
+
+async def probe_stage(ctx: BuildContext) -> VideoInfo:
+    with ctx.stage("probe"), ctx.timings.measure("probe"):
+        info = await asyncio.to_thread(probe, ctx.video)
+    ctx.report.duration_s = info.duration_s
+    ctx.report.fingerprint = info.fingerprint
+    return info
+
+
+async def scan_stage(ctx: BuildContext, info: VideoInfo) -> KeptFrames:
+    key = stage_key("scan", info.fingerprint, ctx.settings.scan.model_dump())
+    with ctx.stage("scan") as (stage, _):
+        result = await checkpointed(
+            ctx.store,
+            "scan",
+            key,
+            lambda: rescan(ctx, info),
+            load=ScanResult.from_json,
+            dump=ScanResult.to_json,
+            tally=stage,
+        )
+    return KeptFrames(ctx, info, result, key)
+
+
+async def rescan(ctx: BuildContext, info: VideoInfo) -> ScanResult:
+    """The decoding pass into an emptied frames directory, with its progress bar."""
+    if ctx.frames_dir.exists():
+        shutil.rmtree(ctx.frames_dir)
+    bar = ctx.tools.progress.stage("scan", round(info.duration_s), unit="s")
+    try:
+        scan = await asyncio.to_thread(
+            scan_video,
+            info,
+            ctx.settings.scan,
+            ctx.frames_dir,
+            progress=lambda t: bar.set_done(round(t)),
+        )
+    finally:
+        bar.close()
+    for name, seconds in scan.timings.items():
+        ctx.timings.add(f"scan_{name.removesuffix('_s')}", seconds)
+    return scan
+
+
+# --------------------------------------------------------------------------- the pass
+
+
 def scan_video(
     info: VideoInfo,
     settings: BuilderScanSettings,
@@ -100,7 +209,6 @@ def scan_video(
     progress: Callable[[float], None] | None = None,
 ) -> ScanResult:
     """Decode ``info.path`` once: shot cuts from PySceneDetect and JPEGs of the kept frames."""
-    import av
     from scenedetect import ContentDetector, FrameTimecode
 
     frames_dir.mkdir(parents=True, exist_ok=True)
@@ -110,105 +218,37 @@ def scan_video(
         threshold=settings.threshold,
         min_scene_len=max(1, math.ceil(settings.min_shot_s * settings.detect_fps)),
     )
-    detect_size = _even_size(info.width, info.height, settings.detect_width)
+    detect_size = width_size(info.width, info.height, settings.detect_width)
     keep_size = decode_size(info.width, info.height, settings.kept_frame_max_side)
-    detect_step = 1.0 / settings.detect_fps
-    keep_step = 1.0 / settings.sample_fps
-    quality = [cv2.IMWRITE_JPEG_QUALITY, settings.frame_quality]
+    detect_due = RateSampler(settings.detect_fps)
+    keep_due = RateSampler(settings.sample_fps)
     timings = {"decode_s": 0.0, "detect_s": 0.0, "keep_s": 0.0}
-
-    try:
-        container = av.open(info.path)
-    except (av.error.FFmpegError, ValueError) as exc:
-        raise VideoUnreadableError(f"cannot open {info.path}: {exc}", path=info.path) from None
+    decoding = SequentialPass(info)
     cuts: list[float] = []
     kept: list[KeptFrame] = []
-    errors: list[str] = []
-    next_detect = 0.0
-    next_keep = 0.0
-    last_index = -1
-    decoded = 0
     detect_frames = 0
     last_report = 0.0
-    with container:
-        stream = container.streams.video[0]
-        stream.thread_type = "AUTO"
-        time_base = float(stream.time_base)
-        start_pts = stream.start_time or 0
-        consecutive = 0
-        frames_iter = container.decode(stream)
-        clock = time.perf_counter()
-        while True:
-            try:
-                frame = next(frames_iter)
-            except StopIteration:
-                break
-            except av.error.EOFError:
-                break
-            except av.error.FFmpegError as exc:
-                consecutive += 1
-                position = (last_index + 1) / fps
-                errors.append(f"undecodable data near {position:.2f} s: {_first_line(exc)}")
-                if consecutive >= MAX_CONSECUTIVE_ERRORS:
-                    errors.append(
-                        f"decoding stopped at {position:.2f} s after {consecutive} bad packets"
-                    )
-                    break
-                frames_iter = container.decode(stream)  # resumes demuxing after the bad packet
-                continue
-            consecutive = 0
-            decoded += 1
-            if frame.pts is None:
-                index = last_index + 1
-            else:
-                index = round((frame.pts - start_pts) * time_base * fps)
-            if index <= last_index:  # a repeated timestamp: keep frame order strictly rising
-                index = last_index + 1
-            last_index = index
-            t = index / fps
-            now = time.perf_counter()
-            timings["decode_s"] += now - clock
-            clock = now
-            if t + _EPS >= next_detect:
-                image = frame.to_ndarray(
-                    format="bgr24",
-                    width=detect_size[0],
-                    height=detect_size[1],
-                    interpolation="AREA",
-                )
-                cuts.extend(
-                    c.frame_num / fps
-                    for c in detector.process_frame(FrameTimecode(index, rate), image)
-                )
-                detect_frames += 1
-                while next_detect <= t + _EPS:
-                    next_detect += detect_step
-                now = time.perf_counter()
-                timings["detect_s"] += now - clock
-                clock = now
-            if t + _EPS >= next_keep:
-                image = frame.to_ndarray(
-                    format="bgr24", width=keep_size[0], height=keep_size[1], interpolation="AREA"
-                )
-                ok, jpeg = cv2.imencode(".jpg", image, quality)
-                if not ok:  # pragma: no cover - OpenCV encodes any uint8 image
-                    raise NoDecodableFramesError(f"cannot encode frame {index} of {info.path}")
-                name = f"f{index:08d}.jpg"
-                (frames_dir / name).write_bytes(jpeg.tobytes())
-                kept.append(KeptFrame(index, t, name))
-                while next_keep <= t + _EPS:
-                    next_keep += keep_step
-                now = time.perf_counter()
-                timings["keep_s"] += now - clock
-                clock = now
-            if progress is not None and t - last_report >= 5.0:
-                last_report = t
-                progress(t)
-    if last_index >= 0 and detect_frames:
-        cuts.extend(
-            c.frame_num / fps for c in detector.post_process(FrameTimecode(last_index, rate))
-        )
+    clock = time.perf_counter()
+    for frame in decoding:
+        t = frame.timestamp_s
+        clock = _add_time(timings, "decode_s", clock)
+        if detect_due.takes(t):
+            image = frame.to_array(detect_size, pixel_format="bgr24")
+            timecode = FrameTimecode(frame.index, rate)
+            cuts.extend(c.frame_num / fps for c in detector.process_frame(timecode, image))
+            detect_frames += 1
+            clock = _add_time(timings, "detect_s", clock)
+        if keep_due.takes(t):
+            kept.append(_keep(frame, keep_size, settings.frame_quality, frames_dir, info))
+            clock = _add_time(timings, "keep_s", clock)
+        if progress is not None and t - last_report >= 5.0:
+            last_report = t
+            progress(t)
+    if decoding.last_index >= 0 and detect_frames:
+        last = FrameTimecode(decoding.last_index, rate)
+        cuts.extend(c.frame_num / fps for c in detector.post_process(last))
     if not kept:
+        errors = decoding.errors
         raise NoDecodableFramesError(
             f"{info.path}: no frame could be decoded" + (f" ({errors[-1]})" if errors else ""),
             path=info.path,
@@ -216,15 +256,34 @@ def scan_video(
     duration = info.duration_s
     cut_times = sorted({round(c, 6) for c in cuts if _EPS < c < duration - _EPS})
     if progress is not None:
-        progress(min(duration, (last_index + 1) / fps))
+        progress(min(duration, decoding.decoded_until_s))
     return ScanResult(
         cuts=cut_times,
         frames=kept,
-        decoded_until_s=(last_index + 1) / fps,
-        frames_decoded=decoded,
-        errors=errors,
+        decoded_until_s=decoding.decoded_until_s,
+        frames_decoded=decoding.frames_decoded,
+        errors=decoding.errors,
         timings=timings,
     )
+
+
+def _keep(
+    frame: PassFrame, size: tuple[int, int], quality: int, frames_dir: Path, info: VideoInfo
+) -> KeptFrame:
+    image = frame.to_array(size, pixel_format="bgr24")
+    ok, jpeg = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])
+    if not ok:  # pragma: no cover - OpenCV encodes any uint8 image
+        raise NoDecodableFramesError(f"cannot encode frame {frame.index} of {info.path}")
+    name = f"f{frame.index:08d}.jpg"
+    (frames_dir / name).write_bytes(jpeg.tobytes())
+    return KeptFrame(frame.index, frame.timestamp_s, name)
+
+
+def _add_time(timings: dict[str, float], name: str, since: float) -> float:
+    """Add the time since ``since`` to ``timings[name]``; the new clock."""
+    now = time.perf_counter()
+    timings[name] += now - since
+    return now
 
 
 def load_frame(frames_dir: Path, frame: KeptFrame) -> np.ndarray:
@@ -243,15 +302,3 @@ def load_frame(frames_dir: Path, frame: KeptFrame) -> np.ndarray:
 
 def frames_present(frames_dir: Path, frames: list[KeptFrame]) -> bool:
     return all((frames_dir / f.file).is_file() for f in frames)
-
-
-def _even_size(width: int, height: int, target_width: int) -> tuple[int, int]:
-    if width <= target_width:
-        return width, height
-    scale = target_width / width
-    return max(2, round(width * scale / 2) * 2), max(2, round(height * scale / 2) * 2)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:200] if text else type(exc).__name__

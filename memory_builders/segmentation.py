@@ -12,6 +12,8 @@ shot cuts:
    moves that one boundary off the shot cut.
 
 A video shorter than ``min_s`` is one clip. Boundaries are rounded to the millisecond.
+The stage also reports the scan's last decoding problems, as the clips after them may lack
+frames.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from memory_builders.context import BuildContext
+from memory_builders.scan import ScanResult
 
 _EPS = 1e-6
 
@@ -39,6 +44,15 @@ class ClipSpan:
 
 def clip_id(number: int) -> str:
     return f"clip_{number:04d}"
+
+
+def clip_stage(ctx: BuildContext, duration_s: float, scan: ScanResult) -> list[ClipSpan]:
+    bounds = ctx.settings.clips
+    clips = plan_clips(duration_s, scan.cuts, min_s=bounds.min_s, max_s=bounds.max_s)
+    ctx.report.clips = len(clips)
+    for message in scan.errors[-3:]:
+        ctx.degraded("frames", "scan", message)
+    return clips
 
 
 def plan_clips(

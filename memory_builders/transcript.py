@@ -11,17 +11,28 @@ same timestamps.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from videotapestry.asr import SubtitleSource, TranscriptCache, TranscriptLine, WhisperTranscriber
-from videotapestry.asr.stored import TranscriptFile
+from memory_builders.checkpoints import checkpointed, stage_key
+from memory_builders.context import BuildContext
+from memory_builders.segmentation import ClipSpan
+from videotapestry.asr import (
+    SubtitleSource,
+    TranscriptCache,
+    TranscriptFile,
+    TranscriptLine,
+    WhisperTranscriber,
+    format_transcript,
+    lines_in_windows,
+)
 from videotapestry.config import Config
 from videotapestry.errors import SubtitleError, TranscriptionError
-from videotapestry.video.reader import VideoInfo
-from videotapestry.video.windows import TimeWindow
+from videotapestry.video import TimeWindow, VideoInfo
 
 
 @dataclass
@@ -55,6 +66,38 @@ class TranscriptResult:
             problem=data.get("problem"),
             chunks=[list(map(float, c)) for c in data.get("chunks", [])],
         )
+
+    def clip_text(self, clip: ClipSpan, max_chars: int) -> str:
+        """The lines spoken during ``clip``, cut at a line end to at most ``max_chars``."""
+        text = format_transcript(lines_in_windows(self.lines, [(clip.start_s, clip.end_s)]))
+        return text if len(text) <= max_chars else text[:max_chars].rsplit("\n", 1)[0] + "\n[...]"
+
+
+async def transcript_stage(
+    ctx: BuildContext, info: VideoInfo, subtitles: Path | None
+) -> TranscriptResult:
+    """The checkpointed transcript; one that failed is kept out of the checkpoint (the next
+    run tries again) and recorded as a degradation."""
+    with ctx.stage("transcript") as (stage, _):
+        plan = transcript_plan(ctx.config, info, subtitles)
+
+        async def transcribe() -> TranscriptResult:
+            with ctx.timings.measure("asr"):
+                return await asyncio.to_thread(make_transcript, ctx.config, info, plan)
+
+        transcript = await checkpointed(
+            ctx.store,
+            "transcript",
+            stage_key("transcript", info.fingerprint, plan),
+            transcribe,
+            load=TranscriptResult.from_json,
+            dump=TranscriptResult.to_json,
+            tally=stage,
+            keep=lambda result: result.problem is None,
+        )
+    if transcript.problem:
+        ctx.degraded("transcript", "whole video", transcript.problem)
+    return transcript
 
 
 def transcript_plan(config: Config, info: VideoInfo, subtitles: Path | None) -> dict[str, Any]:
@@ -94,7 +137,7 @@ def make_transcript(
     info: VideoInfo,
     plan: dict[str, Any],
     *,
-    on_chunk: Any = None,
+    on_chunk: Callable[[TimeWindow], None] | None = None,
 ) -> TranscriptResult:
     """Run the planned source. A failure is returned as ``problem``, not raised: a build
     without speech is still a build (the report says what was lost)."""
@@ -102,10 +145,10 @@ def make_transcript(
         return TranscriptResult([], "none", plan.get("reason", ""))
     if plan["source"] == "subtitles":
         try:
-            lines = SubtitleSource(plan["file"]).lines(info.duration_s)
+            subtitle_lines = SubtitleSource(plan["file"]).lines(info.duration_s)
         except SubtitleError as exc:
             return TranscriptResult([], "subtitles", plan["file"], problem=str(exc))
-        return TranscriptResult(lines, "subtitles", plan["file"])
+        return TranscriptResult(subtitle_lines, "subtitles", plan["file"])
     transcriber = WhisperTranscriber(config.asr, TranscriptCache(config.asr.resolved_cache_dir()))
     lines: list[TranscriptLine] = []
     chunks = chunk_windows(info.duration_s, float(plan["chunk_s"]))

@@ -12,10 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memory_builders import boundaries, subgraphs
 from memory_builders import entities as unification
-from memory_builders import macro as macros
-from memory_builders.builder import normalize_perception, select_frames
 from memory_builders.checkpoints import CheckpointStore, stage_key
+from memory_builders.clip_images import select_frames
+from memory_builders.clip_records import normalize_perception
 from memory_builders.scan import KeptFrame
 from memory_builders.segmentation import ClipSpan, plan_clips
 from memory_builders.summary import stages_by_time, stages_from_reply
@@ -81,7 +82,7 @@ def spans(*bounds: float) -> list[ClipSpan]:
 
 def test_boundary_windows_overlap_and_own_disjoint_parts() -> None:
     clips = spans(*range(0, 1801, 20))  # 90 clips of 20 s
-    windows = macros.boundary_windows(clips, 600, 120)
+    windows = boundaries.boundary_windows(clips, 600, 120)
     assert windows[0].first == 0 and windows[-1].last == len(clips) - 1
     for a, b in itertools.pairwise(windows):
         assert b.first <= a.last  # consecutive windows overlap
@@ -94,9 +95,9 @@ def test_boundary_windows_overlap_and_own_disjoint_parts() -> None:
 
 def test_only_boundaries_inside_a_windows_own_part_are_kept() -> None:
     clips = spans(*range(0, 1201, 20))
-    first, second = macros.boundary_windows(clips, 600, 120)[:2]
+    first, second = boundaries.boundary_windows(clips, 600, 120)[:2]
     proposal = [c.id for c in clips[first.first : first.last + 1]]
-    kept = macros.kept_boundaries(first, clips, [*proposal, "clip_9999", "nonsense"])
+    kept = boundaries.kept_boundaries(first, clips, [*proposal, "clip_9999", "nonsense"])
     assert kept == {i for i in range(1, first.last + 1) if clips[i].start_s < first.own_end}
     assert all(clips[i].start_s < second.own_start for i in kept)
 
@@ -105,8 +106,8 @@ def test_lengths_are_enforced_by_merging_and_splitting() -> None:
     clips = spans(*range(0, 1001, 20))  # 50 clips
     sims = np.ones(50)
     sims[[5, 7, 30]] = [0.2, 0.5, 0.1]
-    segments = macros.segments_from_boundaries(50, {5, 7})  # [0,5) [5,7) [7,50)
-    out = macros.enforce_lengths(segments, clips, sims, min_s=60, max_s=600)
+    segments = boundaries.segments_from_boundaries(50, {5, 7})  # [0,5) [5,7) [7,50)
+    out = boundaries.enforce_lengths(segments, clips, sims, min_s=60, max_s=600)
     lengths = [clips[s[-1]].end_s - clips[s[0]].start_s for s in out]
     assert all(60 <= x <= 600 for x in lengths)
     assert [i for s in out for i in s] == list(range(50))  # still a partition, in order
@@ -120,8 +121,8 @@ def test_change_points_fall_back_to_caption_dissimilarity() -> None:
     clips = spans(*range(0, 401, 20))
     sims = np.full(20, 0.9)
     sims[8] = 0.1
-    [window] = macros.boundary_windows(clips, 600, 120)
-    assert macros.change_points(window, sims, clips) == {8}
+    [window] = boundaries.boundary_windows(clips, 600, 120)
+    assert boundaries.change_points(window, sims, clips) == {8}
 
 
 def test_model_relations_need_both_ends_and_a_known_type() -> None:
@@ -133,7 +134,7 @@ def test_model_relations_need_both_ends_and_a_known_type() -> None:
         ProposedRelation(source="a", target="a", type="CAUSAL"),
         ProposedRelation(source="a", target="c", type="FRIENDSHIP"),
     ]
-    kept, dropped = macros.validated_relations(proposed, {"a", "b", "c"}, existing)
+    kept, dropped = subgraphs.validated_relations(proposed, {"a", "b", "c"}, existing)
     assert [(r.source, r.target, r.type, r.label) for r in kept] == [
         ("b", "c", "CAUSAL", "CAUSES_IT")
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from videotapestry.asr.cache import TranscriptCache
+from videotapestry.asr.stored import TRANSCRIPT_FILE, StoredTranscript, TranscriptFile
 from videotapestry.asr.subtitles import SubtitleSource
 from videotapestry.asr.types import (
     TranscriptLine,
@@ -17,8 +18,11 @@ from videotapestry.config import AsrConfig
 from videotapestry.errors import ConfigError
 
 __all__ = [
+    "TRANSCRIPT_FILE",
+    "StoredTranscript",
     "SubtitleSource",
     "TranscriptCache",
+    "TranscriptFile",
     "TranscriptLine",
     "TranscriptSource",
     "TranscriptionStats",

@@ -14,36 +14,32 @@ import re
 from pathlib import Path
 
 from videotapestry.asr.types import TranscriptLine
-from videotapestry.files import write_atomic
+from videotapestry.kvstore import JsonFileStore
 from videotapestry.video.windows import TimeWindow
 
 CACHE_VERSION = 1
 
 
 class TranscriptCache:
-    """A directory of cached transcripts; a damaged entry reads as a miss."""
+    """A directory of cached transcripts, ``<fingerprint>/<hash of window and model>.json``;
+    a damaged entry reads as a miss."""
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory).expanduser()
+        self._files = JsonFileStore(self.directory, dumps=_compact_json)
 
     def path_for(self, fingerprint: str, window: TimeWindow, model_key: str) -> Path:
-        key = json.dumps(
-            [CACHE_VERSION, round(window.start_s, 3), round(window.end_s, 3), model_key]
-        )
-        digest = hashlib.sha256(key.encode()).hexdigest()[:32]
-        folder = re.sub(r"[^A-Za-z0-9_.-]", "_", fingerprint) or "unknown"
-        return self.directory / folder / f"{digest}.json"
+        return self._files.path(self._key(fingerprint, window, model_key))
 
     def get(
         self, fingerprint: str, window: TimeWindow, model_key: str
     ) -> list[TranscriptLine] | None:
-        path = self.path_for(fingerprint, window, model_key)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return [TranscriptLine(float(s), float(e), str(t)) for s, e, t in data["lines"]]
-        except FileNotFoundError:
+        record = self._files.get(self._key(fingerprint, window, model_key))
+        if record is None:
             return None
-        except (OSError, ValueError, KeyError, TypeError):
+        try:
+            return [TranscriptLine(float(s), float(e), str(t)) for s, e, t in record["lines"]]
+        except (ValueError, KeyError, TypeError):
             return None  # damaged entry: transcribe again and overwrite it
 
     def put(
@@ -53,7 +49,7 @@ class TranscriptCache:
         model_key: str,
         lines: list[TranscriptLine],
     ) -> Path:
-        path = self.path_for(fingerprint, window, model_key)
+        key = self._key(fingerprint, window, model_key)
         record = {
             "version": CACHE_VERSION,
             "fingerprint": fingerprint,
@@ -61,5 +57,18 @@ class TranscriptCache:
             "model": model_key,
             "lines": [[line.start_s, line.end_s, line.text] for line in lines],
         }
-        write_atomic(path, json.dumps(record, ensure_ascii=False))
-        return path
+        self._files.put(key, record)
+        return self._files.path(key)
+
+    @staticmethod
+    def _key(fingerprint: str, window: TimeWindow, model_key: str) -> str:
+        entry = json.dumps(
+            [CACHE_VERSION, round(window.start_s, 3), round(window.end_s, 3), model_key]
+        )
+        digest = hashlib.sha256(entry.encode()).hexdigest()[:32]
+        folder = re.sub(r"[^A-Za-z0-9_.-]", "_", fingerprint) or "unknown"
+        return f"{folder}/{digest}"
+
+
+def _compact_json(record: object) -> str:
+    return json.dumps(record, ensure_ascii=False)

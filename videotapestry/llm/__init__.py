@@ -3,6 +3,7 @@
 from videotapestry.llm.client import ModelClient, default_client_factories
 from videotapestry.llm.service import ModelService, ModelSession
 from videotapestry.llm.types import Message, ModelRequest, ModelResponse
+from videotapestry.llm.usage import UsageSummary
 
 __all__ = [
     "Message",
@@ -11,5 +12,6 @@ __all__ = [
     "ModelResponse",
     "ModelService",
     "ModelSession",
+    "UsageSummary",
     "default_client_factories",
 ]

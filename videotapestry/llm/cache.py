@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from videotapestry.kvstore import SqliteStore
 from videotapestry.llm.types import ModelRequest, ModelResponse, TokenUsage
 
 _SCHEMA = """
@@ -74,65 +73,46 @@ class CacheStats:
 
 
 class ResponseCache:
-    """One SQLite file; usable from several threads and processes (WAL journal)."""
+    """Model replies by request key, in one SQLite file that threads and processes share."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute(_SCHEMA)
-            self._conn.commit()
+        self._rows = SqliteStore(self.path, table="responses", schema=_SCHEMA)
         self.stats = CacheStats()
 
     def get(self, key: str) -> ModelResponse | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT model, text, prompt_tokens, completion_tokens, finish_reason, json_mode "
-                "FROM responses WHERE key = ?",
-                (key,),
-            ).fetchone()
+        row = self._rows.get(key)
         if row is None:
             self.stats.misses += 1
             return None
         self.stats.hits += 1
-        model, text, prompt_tokens, completion_tokens, finish_reason, json_mode = row
         return ModelResponse(
-            text=text,
-            model=model,
-            usage=TokenUsage(prompt_tokens, completion_tokens),
+            text=row["text"],
+            model=row["model"],
+            usage=TokenUsage(row["prompt_tokens"], row["completion_tokens"]),
             latency_s=0.0,
             cached=True,
-            finish_reason=finish_reason,
-            json_mode=json_mode or "prompt",
+            finish_reason=row["finish_reason"],
+            json_mode=row["json_mode"] or "prompt",
         )
 
     def put(self, key: str, request: ModelRequest, response: ModelResponse) -> None:
-        with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    time.time(),
-                    request.role,
-                    request.prompt_name,
-                    response.model,
-                    response.text,
-                    response.usage.prompt_tokens,
-                    response.usage.completion_tokens,
-                    response.finish_reason,
-                    response.json_mode,
-                ),
-            )
-            self._conn.commit()
+        row = {
+            "created": time.time(),
+            "role": request.role,
+            "prompt_name": request.prompt_name,
+            "model": response.model,
+            "text": response.text,
+            "prompt_tokens": response.usage.prompt_tokens,
+            "completion_tokens": response.usage.completion_tokens,
+            "finish_reason": response.finish_reason,
+            "json_mode": response.json_mode,
+        }
+        self._rows.put(key, row)
         self.stats.writes += 1
 
     def __len__(self) -> int:
-        with self._lock:
-            return self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        return len(self._rows)
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        self._rows.close()

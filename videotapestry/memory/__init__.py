@@ -48,6 +48,7 @@ from videotapestry.memory.locator_hits import (
 )
 from videotapestry.memory.manifest import SCHEMA_VERSION, check_fingerprint, new_manifest
 from videotapestry.memory.multi_anchor import split_anchors
+from videotapestry.memory.prompt_text import clock, clock_range, node_line
 from videotapestry.memory.types import (
     NODE_KINDS,
     RELATION_TYPES,
@@ -106,6 +107,8 @@ __all__ = [
     "TimeRange",
     "VideoMemory",
     "check_fingerprint",
+    "clock",
+    "clock_range",
     "compute_node_embeddings",
     "detect_format",
     "embedding_text",
@@ -121,6 +124,7 @@ __all__ = [
     "new_manifest",
     "node_description",
     "node_label",
+    "node_line",
     "open_memory",
     "save_memory",
     "split_anchors",

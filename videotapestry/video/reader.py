@@ -20,6 +20,11 @@ bench_video_sampling.py). ``DecordReader`` decodes in batches on decord's thread
 ``OpenCVReader`` opens what the others cannot. ``open_video`` picks one per
 ``VideoConfig.backend`` (``auto``: PyAV, then decord, then OpenCV). Probing (duration, size,
 audio present) goes through PyAV, which reads only the container headers.
+
+Work that looks at every frame (the memory builder's scan for shot cuts and kept frames)
+uses ``SequentialPass`` instead: one front-to-back PyAV decode, with the frame index taken
+from the presentation time by the same clock as ``PyAVReader`` (``_StreamClock``), so a
+frame has one index and one timestamp whichever path decoded it.
 """
 
 from __future__ import annotations
@@ -29,10 +34,10 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -49,6 +54,8 @@ _log = logging.getLogger(__name__)
 
 #: Bytes hashed from each of several places in the file by ``fingerprint``.
 FINGERPRINT_CHUNK = 64 * 1024
+#: Undecodable packets in a row after which a ``SequentialPass`` gives up on the rest.
+MAX_CONSECUTIVE_ERRORS = 8
 _EPS = 1e-6
 
 
@@ -183,7 +190,19 @@ def decode_size(width: int, height: int, max_side: int | None) -> tuple[int, int
     """The (width, height) frames are decoded at: native, or scaled so the longer side fits."""
     if not max_side or max(width, height) <= max_side:
         return width, height
-    scale = max_side / max(width, height)
+    return _scaled(width, height, max_side / max(width, height))
+
+
+def width_size(width: int, height: int, max_width: int) -> tuple[int, int]:
+    """Native, or scaled so the width fits ``max_width``: the size for analysing whole frames
+    (shot detection), where the width, not the longer side, sets the detail kept."""
+    if width <= max_width:
+        return width, height
+    return _scaled(width, height, max_width / width)
+
+
+def _scaled(width: int, height: int, scale: float) -> tuple[int, int]:
+    # Sides kept even, as the 4:2:0 frames of most videos have them.
     return max(2, round(width * scale / 2) * 2), max(2, round(height * scale / 2) * 2)
 
 
@@ -283,31 +302,21 @@ class PyAVReader(_ReaderBase):
     def __init__(
         self, path: str | Path, config: VideoConfig | None = None, *, info: VideoInfo | None = None
     ) -> None:
-        import av
-
         config = config or VideoConfig()
         info = info or probe(path)
-        try:
-            self._container = av.open(info.path)
-            self._stream = self._container.streams.video[0]
-        except (av.error.FFmpegError, IndexError) as exc:
-            raise VideoUnreadableError(
-                f"PyAV cannot open {info.path}: {_reason(exc)}", path=info.path
-            ) from None
+        self._container, self._stream = _open_stream(info)
         # Slice threads (or one thread): frame threading would make every seek decode
         # several frames before the first one comes out.
         self._stream.thread_type = "SLICE"
         if config.decode_threads:
             self._stream.thread_count = config.decode_threads
         super().__init__(info, config)
-        stream = self._stream
-        self._time_base = float(stream.time_base)
-        self._start = stream.start_time or 0
+        self._clock = _StreamClock(self._stream, info)
         self._size = decode_size(info.width, info.height, config.decoded_max_side)
-        self._frames = None  # the decoding generator, positioned after ``_last``
-        self._last: tuple[int, object] | None = None  # (index, av frame) last decoded
+        self._frames: Iterator[Any] | None = None  # the decoding generator, after ``_last``
+        self._last: tuple[int, Any] | None = None  # (index, av frame) last decoded
         self._keyframes: dict[int, int | None] = {}
-        self._index_container = None  # opened on the first keyframe question
+        self._index_container: Any = None  # opened on the first keyframe question
         self._index_lock = threading.Lock()
         try:
             self._decode([0])  # fail at open, not at first use, when nothing decodes
@@ -331,11 +340,10 @@ class PyAVReader(_ReaderBase):
                 self._index_container = av.open(self.info.path)
             container = self._index_container
             stream = container.streams.video[0]
-            offset = round(index / self.info.fps / self._time_base)
-            container.seek(self._start + offset, stream=stream, backward=True)
+            container.seek(self._clock.pts_of(index), stream=stream, backward=True)
             for packet in container.demux(stream):
                 if packet.pts is not None:
-                    return self._index_of(packet.pts) if packet.is_keyframe else None
+                    return self._clock.index_of(packet.pts) if packet.is_keyframe else None
         except av.error.FFmpegError:
             return None
         return None
@@ -370,11 +378,12 @@ class PyAVReader(_ReaderBase):
             return target - last[0] <= self.forward_limit
         return keyframe <= last[0]  # no keyframe in between: a seek would decode more
 
-    def _advance_to(self, target: int) -> tuple[int, object]:
+    def _advance_to(self, target: int) -> tuple[int, Any]:
         """Decode forward to the frame on screen at ``target``'s time."""
         on_screen = self._last if self._last is not None and self._last[0] <= target else None
+        assert self._frames is not None  # set by _decode before it advances
         for frame in self._frames:
-            index = self._index_of(frame.pts) if frame.pts is not None else None
+            index = self._clock.index_of(frame.pts) if frame.pts is not None else None
             if index is None:
                 index = self._last[0] + 1 if self._last is not None else 0
             self._last = (index, frame)
@@ -392,13 +401,9 @@ class PyAVReader(_ReaderBase):
         raise self._decode_failed(target, f"the decoder returned {shown} before it")
 
     def _seek(self, index: int) -> None:
-        offset = round(index / self.info.fps / self._time_base)
-        self._container.seek(self._start + offset, stream=self._stream, backward=True)
+        self._container.seek(self._clock.pts_of(index), stream=self._stream, backward=True)
 
-    def _index_of(self, pts: int) -> int:
-        return round((pts - self._start) * self._time_base * self.info.fps)
-
-    def _to_rgb(self, frame) -> np.ndarray:
+    def _to_rgb(self, frame: Any) -> np.ndarray:
         width, height = self._size
         return frame.to_ndarray(format="rgb24", width=width, height=height)
 
@@ -414,6 +419,103 @@ class PyAVReader(_ReaderBase):
 
     def _closed(self) -> bool:
         return self._container is None
+
+
+class SequentialPass:
+    """Every frame of a video once, front to back, timed as the readers time them.
+
+    For work that must look at the whole video (shot detection, keeping frames for later
+    stages): one pass with frame threading decodes far faster than seeking to each frame. A
+    frame's index comes from its presentation time as in ``PyAVReader``, kept strictly
+    rising (a repeated or missing time takes the next index). A packet that cannot be
+    decoded is skipped and named in ``errors``; after ``max_consecutive_errors`` in a row
+    the pass ends there, so what comes later has no frames rather than guessed ones.
+    """
+
+    def __init__(
+        self, info: VideoInfo, *, max_consecutive_errors: int = MAX_CONSECUTIVE_ERRORS
+    ) -> None:
+        self.info = info
+        self.max_consecutive_errors = max_consecutive_errors
+        self.errors: list[str] = []
+        self.frames_decoded = 0
+        self.last_index = -1
+
+    @property
+    def decoded_until_s(self) -> float:
+        """The end of the last frame decoded so far (0 before the first)."""
+        return (self.last_index + 1) / self.info.fps
+
+    def __iter__(self) -> Iterator[PassFrame]:
+        import av
+
+        container, stream = _open_stream(self.info)
+        with container:
+            stream.thread_type = "AUTO"  # no seeks in a pass: frame threads pay off
+            clock = _StreamClock(stream, self.info)
+            frames = container.decode(stream)
+            consecutive = 0
+            while True:
+                try:
+                    frame = next(frames)
+                except (StopIteration, av.error.EOFError):
+                    return
+                except av.error.FFmpegError as exc:
+                    consecutive += 1
+                    if not self._skipped(exc, consecutive):
+                        return
+                    frames = container.decode(stream)  # demuxing resumes after the bad packet
+                    continue
+                consecutive = 0
+                self.frames_decoded += 1
+                index = self.last_index + 1 if frame.pts is None else clock.index_of(frame.pts)
+                self.last_index = max(index, self.last_index + 1)
+                yield PassFrame(self.last_index, self.last_index / self.info.fps, frame)
+
+    def _skipped(self, exc: BaseException, consecutive: int) -> bool:
+        """Note an undecodable packet; False when the pass must stop."""
+        position = self.decoded_until_s
+        self.errors.append(f"undecodable data near {position:.2f} s: {_reason(exc, 200)}")
+        if consecutive < self.max_consecutive_errors:
+            return True
+        self.errors.append(f"decoding stopped at {position:.2f} s after {consecutive} bad packets")
+        return False
+
+
+@dataclass(frozen=True, eq=False)
+class PassFrame:
+    """A frame met by a ``SequentialPass``. It becomes pixels only when asked: a pass meets
+    every frame of the video and keeps few of them."""
+
+    index: int
+    timestamp_s: float
+    decoded: Any = field(repr=False)  # the decoder's frame
+
+    def to_array(self, size: tuple[int, int], *, pixel_format: str = "rgb24") -> np.ndarray:
+        """The frame at ``size`` (width, height), averaged over source pixels when shrunk,
+        which keeps fine detail (text, edges) from aliasing; ``bgr24`` for OpenCV code."""
+        width, height = size
+        image: np.ndarray = self.decoded.to_ndarray(
+            format=pixel_format, width=width, height=height, interpolation="AREA"
+        )
+        return image
+
+
+class RateSampler:
+    """Picks frames of a sequential pass about ``fps`` times a second of video: the first
+    frame at or after each tick. A tick with no frame of its own (a gap, a low frame rate)
+    is skipped, not made up later, so the frames taken stay evenly spread."""
+
+    def __init__(self, fps: float) -> None:
+        self.step = 1.0 / fps
+        self.next_s = 0.0
+
+    def takes(self, timestamp_s: float) -> bool:
+        if timestamp_s + _EPS < self.next_s:
+            return False
+        while self.next_s <= timestamp_s + _EPS:
+            self.next_s += self.step
+        return True
 
 
 class DecordReader(_ReaderBase):
@@ -502,7 +604,7 @@ class OpenCVReader(_ReaderBase):
         count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0) or info.frame_count
         fps = float(capture.get(cv2.CAP_PROP_FPS) or 0) or info.fps
         super().__init__(replace(info, frame_count=count, fps=fps, duration_s=count / fps), config)
-        self._capture = capture
+        self._capture: cv2.VideoCapture | None = capture
         self._next = 0  # index the next read() returns
         self._size = decode_size(info.width, info.height, config.decoded_max_side)
         try:
@@ -514,17 +616,19 @@ class OpenCVReader(_ReaderBase):
     def _decode(self, indices: list[int]) -> list[tuple[int, np.ndarray]]:
         import cv2
 
+        capture = self._capture
+        assert capture is not None  # frames_at_indices checks _closed() first
         images = []
         for index in indices:
             if not self._next <= index <= self._next + self.forward_limit:
-                self._capture.set(cv2.CAP_PROP_POS_FRAMES, index)
+                capture.set(cv2.CAP_PROP_POS_FRAMES, index)
                 self._next = index
             while self._next < index:
-                if not self._capture.grab():
+                if not capture.grab():
                     raise self._decode_failed(self._next, "the decoder returned no frame")
                 self._next += 1
-            ok, bgr = self._capture.read()
-            landed = int(self._capture.get(cv2.CAP_PROP_POS_FRAMES)) - 1
+            ok, bgr = capture.read()
+            landed = int(capture.get(cv2.CAP_PROP_POS_FRAMES)) - 1
             if not ok or bgr is None or landed != index:
                 self._next = -(self.forward_limit + 2)  # position unknown: seek next time
                 # A seek past the end of a truncated file lands on the last frame it has; a
@@ -589,6 +693,39 @@ def read_frames(path: str | Path, timestamps: Iterable[float], config: VideoConf
 # --------------------------------------------------------------------------- helpers
 
 
+def _open_stream(info: VideoInfo) -> tuple[Any, Any]:
+    """A PyAV container of ``info.path`` and its first video stream."""
+    import av
+
+    try:
+        container = av.open(info.path)
+        return container, container.streams.video[0]
+    except (av.error.FFmpegError, IndexError, ValueError) as exc:
+        raise VideoUnreadableError(
+            f"PyAV cannot open {info.path}: {_reason(exc)}", path=info.path
+        ) from None
+
+
+class _StreamClock:
+    """Frame indices from presentation times and back, as every PyAV path counts them:
+    frame ``round(seconds since the stream's start * fps)``."""
+
+    def __init__(self, stream: Any, info: VideoInfo) -> None:
+        if stream.time_base is None:
+            raise VideoUnreadableError(
+                f"the video stream of {info.path} has no time base", path=info.path
+            )
+        self.time_base = float(stream.time_base)
+        self.start = stream.start_time or 0
+        self.fps = info.fps
+
+    def index_of(self, pts: int) -> int:
+        return round((pts - self.start) * self.time_base * self.fps)
+
+    def pts_of(self, index: int) -> int:
+        return self.start + round(index / self.fps / self.time_base)
+
+
 def _check_file(path: str | Path) -> Path:
     file = Path(path).expanduser()
     if not file.exists():
@@ -610,6 +747,6 @@ def _stream_duration(container, stream) -> float:
     return 0.0
 
 
-def _reason(exc: BaseException | str) -> str:
+def _reason(exc: BaseException | str, limit: int = 300) -> str:
     text = str(exc).strip().splitlines()
-    return text[0][:300] if text else type(exc).__name__
+    return text[0][:limit] if text else type(exc).__name__

@@ -71,7 +71,7 @@ def as_window(raw: RawRange) -> TimeWindow | None:
     else:
         return None
     try:
-        start_f, end_f = float(start), float(end)  # type: ignore[arg-type]
+        start_f, end_f = float(start), float(end)
     except (TypeError, ValueError):
         return None
     if not (math.isfinite(start_f) and math.isfinite(end_f)) or end_f < start_f:
