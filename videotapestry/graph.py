@@ -27,10 +27,12 @@ from langgraph.runtime import Runtime
 
 from videotapestry.agents.answer import run_answer_agent, run_direct_answer
 from videotapestry.agents.context import RunContext
-from videotapestry.agents.detail import run_detail_level
+from videotapestry.agents.focus import run_focus
+from videotapestry.agents.level_protocol import LevelAgent
 from videotapestry.agents.overview import run_overview
 from videotapestry.agents.rules import is_global_question
 from videotapestry.agents.single_agent import run_controller
+from videotapestry.agents.skim import run_skim
 from videotapestry.agents.state import (
     AnswerOutcome,
     Degradation,
@@ -112,18 +114,19 @@ async def overview_node(state: QAState, runtime: Runtime[RunContext]) -> dict[st
 
 
 async def skim_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    return await _detail_node("macro", state, runtime)
+    return await _level_node(run_skim, state, runtime)
 
 
 async def focus_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    return await _detail_node("subgraph", state, runtime)
+    return await _level_node(run_focus, state, runtime)
 
 
-async def _detail_node(level: str, state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+async def _level_node(
+    agent: LevelAgent, state: QAState, runtime: Runtime[RunContext]
+) -> dict[str, Any]:
     ctx = _context(runtime)
-    outcome = await run_detail_level(
+    outcome = await agent(
         ctx,
-        level,  # type: ignore[arg-type]
         state["question"],
         list(state.get("candidates", [])),
         instruction_in=state.get("instruction"),

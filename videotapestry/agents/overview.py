@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 
 from videotapestry.agents.context import LevelBudget, RunContext
-from videotapestry.agents.level import (
+from videotapestry.agents.level_protocol import (
     LevelLog,
     call_or_fallback,
     clean,

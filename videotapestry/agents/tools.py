@@ -16,6 +16,7 @@ from videotapestry.agents.options import strip_option_steering
 from videotapestry.agents.rules import match_evidence_lines
 from videotapestry.agents.state import ImageRef, Level, Observation
 from videotapestry.asr import TranscriptLine, format_transcript
+from videotapestry.config import Config, LevelSettings
 from videotapestry.contracts.method import AsrObservation, VisualObservation
 from videotapestry.errors import ModelCallError, TranscriptionError, VideoError
 from videotapestry.images import ImagePart
@@ -30,6 +31,11 @@ from videotapestry.video import (
     uniform_indices,
     window_indices,
 )
+
+
+def level_frame_settings(config: Config, level: Level) -> LevelSettings:
+    """The single-frame settings of the Skim (Macro) or Focus (Subgraph) level."""
+    return config.agents.skim if level == "macro" else config.agents.focus
 
 
 def _refs(images: Sequence[ImagePart]) -> list[ImageRef]:
@@ -69,7 +75,7 @@ async def observe_frames(
 ) -> Observation:
     """Up to 50 individual frames spread over ``windows`` (Skim and Focus)."""
     config = ctx.config
-    settings = config.agents.skim if level == "macro" else config.agents.focus
+    settings = level_frame_settings(config, level)
     budget = individual_frame_budget(config.images, settings)
     record = Observation(
         kind="visual",
