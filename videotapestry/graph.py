@@ -4,8 +4,8 @@
                       └→ skim ─┬─ stop ──────┤
                                └→ focus ─────┴→ assemble → answer → END
 
-    variant=single_agent:  START → controller → assemble → answer → END
-    variant=direct:        START → direct → END
+    single controller (single_agent):  START → controller → assemble → answer → END
+    no method (direct):                START → direct → END
 
 Nodes are thin async functions of ``(state, runtime)``; the work is in ``videotapestry.agents``.
 The non-serializable run context (memory, video, model session) arrives as LangGraph's run
@@ -46,6 +46,7 @@ from videotapestry.agents.state import (
 )
 from videotapestry.assemble import assemble
 from videotapestry.baselines.direct import direct_frames
+from videotapestry.variants import FULL, variant_named
 
 #: Our state types, allowed through LangGraph's msgpack checkpoint serializer.
 STATE_TYPES = (
@@ -145,7 +146,7 @@ async def controller_node(state: QAState, runtime: Runtime[RunContext]) -> dict[
 async def assemble_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = _context(runtime)
     composite = assemble(
-        ctx.memory, state.get("levels", []), state.get("handoff", []), variant=ctx.variant
+        ctx.memory, state.get("levels", []), state.get("handoff", []), variant=ctx.variant.name
     )
     ctx.report(level="assemble", step="assemble", memory_tokens=composite.tokens)
     return {
@@ -193,18 +194,23 @@ def _after(next_level: str):
     return route
 
 
-def build_graph(*, variant: str = "full", checkpointer: Any = None, **compile_options: Any) -> Any:
+def build_graph(
+    *, variant: str = FULL.name, checkpointer: Any = None, **compile_options: Any
+) -> Any:
     """The compiled graph: ``ainvoke``/``astream`` it with ``context=RunContext(...)``.
 
+    Which nodes there are is the variant's (``videotapestry.variants``): the Direct baseline
+    has no method, the single-agent ablation one controller for the three agents.
     ``compile_options`` go to ``StateGraph.compile`` (e.g. ``interrupt_before=["focus"]``).
     """
+    row = variant_named(variant)
     graph = StateGraph(QAState, context_schema=RunContext)
-    if variant == "direct":
+    if not row.method:
         graph.add_node("direct", direct_node)
         graph.add_edge(START, "direct")
         graph.add_edge("direct", END)
         return graph.compile(checkpointer=checkpointer, **compile_options)
-    if variant == "single_agent":
+    if row.single_controller:
         graph.add_node("controller", controller_node)
         graph.add_node("assemble", assemble_node)
         graph.add_node("answer", answer_node)
