@@ -16,7 +16,7 @@ it; ``sqlite_checkpointer`` builds a SQLite one that knows our state types.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -187,7 +187,7 @@ async def direct_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str,
     return {"answer": AnswerOutcome(**result.__dict__)}
 
 
-def _after(next_level: str):
+def _after(next_level: str) -> Callable[[QAState], str]:
     def route(state: QAState) -> str:
         return "assemble" if state.get("stopped") or not state.get("candidates") else next_level
 
