@@ -170,7 +170,7 @@ class LocalAnswerer:
             source = full.result
         if source is None:
             return
-        reassembled = [v for v in variants if variant_named(v).reassembled_from]
+        reassembled = [v for v in variants if variant_named(v).reassembled_from is not None]
         outcomes = await asyncio.gather(
             *(self._reassemble(variant, source, prepared) for variant in reassembled)
         )
