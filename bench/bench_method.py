@@ -123,7 +123,7 @@ class PhaseTimer:
 
 
 def install_timers() -> PhaseTimer:
-    from videotapestry.agents import detail, overview, tools
+    from videotapestry.agents import focus, overview, tools
     from videotapestry.embeddings import SentenceTransformerEmbedder
     from videotapestry.llm.service import ModelSession
     from videotapestry.memory import MemoryLocator
@@ -133,7 +133,7 @@ def install_timers() -> PhaseTimer:
     timer.wrap(tools, "decode_indices", "decode frames (all observations)")
     timer.wrap(tools, "overview_images", "grids + JPEG (Overview)")
     timer.wrap(tools, "frame_images", "resize + label + JPEG (Skim/Focus)")
-    timer.wrap(detail, "select_focus_evidence", "PACE-Mem selection (Focus)")
+    timer.wrap(focus, "select_focus_evidence", "PACE-Mem selection (Focus)")
     timer.wrap(overview, "question_anchors", "anchor extraction (regex fallback)")
     timer.wrap(MemoryLocator, "locate", "multi-anchor locator")
     timer.wrap(SentenceTransformerEmbedder, "embed", "query embedding")

@@ -47,6 +47,7 @@ from videotapestry.result import (
 )
 from videotapestry.retrieval import PackedClips
 from videotapestry.retrieval.from_memory import pack_memory_evidence
+from videotapestry.variants import REASSEMBLY_VARIANTS, variant_named
 from videotapestry.video import VideoReader, open_video
 from videotapestry.views.trace_html import result_fragment
 
@@ -70,8 +71,6 @@ METHOD_ROLES = (
     "decision",
     "answer",
 )
-#: Final memories that can be built from one exploration (paper Table 3(b), Appendix C).
-REASSEMBLY_VARIANTS = ("full", "refined_super_only", "refined_paths_only")
 
 
 @dataclass
@@ -450,7 +449,7 @@ class VideoTapestry:
     # -- internals -------------------------------------------------------------------------
 
     def _roles(self) -> tuple[str, ...]:
-        return ("direct",) if self.config.variant == "direct" else METHOD_ROLES
+        return METHOD_ROLES if variant_named(self.config.variant).method else ("direct",)
 
     def _context(
         self,

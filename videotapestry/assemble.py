@@ -3,11 +3,12 @@
 The Super scaffold covers the whole video (protected SuperEvents in full with their new
 evidence, the rest compressed); beneath the SuperEvents on the selected path sit the refined
 MacroEvents the Skim agent examined, and beneath those the Focus agent's refined evidence.
-The compact handoff trace (instructions and STOP markers, no logs) goes alongside. The
-``refined_super_only`` and ``refined_paths_only`` variants drop one of the two components
-(from one fixed exploration: ``VideoTapestry.reanswer`` reassembles a finished run under
-another variant and only the Answer agent runs again); ``append_only`` keeps the stored
-texts and appends every observation as a flat log.
+The compact handoff trace (instructions and STOP markers, no logs) goes alongside. What a
+variant's Answer agent reads is its ``answer_reads`` in ``videotapestry.variants``:
+``refined_super_only`` and ``refined_paths_only`` drop one of the two components (from one
+fixed exploration: ``VideoTapestry.reanswer`` reassembles a finished run under another
+variant and only the Answer agent runs again); ``append_only`` keeps the stored texts and
+appends every observation as a flat log.
 
 Everything the Answer agent reads passes a last option-steering guard here, line by line:
 refined texts, instructions and logged observations. Verbatim transcript lines are exempt:
@@ -25,6 +26,7 @@ from videotapestry.memory import VideoMemory
 from videotapestry.memory.prompt_text import clock_range, serialize_root
 from videotapestry.timecode import format_range
 from videotapestry.tokens import estimate_tokens
+from videotapestry.variants import FULL, variant_named
 
 
 @dataclass(frozen=True)
@@ -62,14 +64,16 @@ def assemble(
     levels: Sequence[LevelOutcome],
     handoff: Sequence[HandoffEntry],
     *,
-    variant: str = "full",
+    variant: str = FULL.name,
 ) -> CompositeMemory:
+    """The final memory the variant's Answer agent reads (``Variant.answer_reads``)."""
+    row = variant_named(variant)
     by_level = {outcome.level: outcome for outcome in levels}
     supers = by_level.get("super")
     macros = by_level.get("macro")
     focus = by_level.get("subgraph")
-    include_super = variant != "refined_paths_only"
-    include_paths = variant != "refined_super_only"
+    include_super = row.reads_super_scaffold
+    include_paths = row.reads_paths
 
     lines = [f"Video: {serialize_root(memory).text}"]
     if include_super:
@@ -78,7 +82,8 @@ def assemble(
         children = []
         if include_paths and macros is not None:
             for macro_id in macros.candidate_ids:
-                if memory.parent(macro_id).id != super_event.id:
+                parent = memory.parent(macro_id)
+                if parent is None or parent.id != super_event.id:
                     continue
                 children.append(_entry(memory, macro_id, macros.refined[macro_id], "  "))
                 if focus is not None and macro_id in focus.refined:
@@ -89,7 +94,7 @@ def assemble(
         elif children:
             lines.append(f"(in {super_event.id} [{clock_range(super_event.time_range)}])")
         lines += children
-    if variant == "append_only":
+    if row.answer_reads == "evidence_log":
         lines += _evidence_log(levels)
     text = without_steering("\n".join(lines), _verbatim_lines(levels))
     trace = handoff_text(handoff)

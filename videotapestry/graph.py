@@ -4,8 +4,8 @@
                       └→ skim ─┬─ stop ──────┤
                                └→ focus ─────┴→ assemble → answer → END
 
-    variant=single_agent:  START → controller → assemble → answer → END
-    variant=direct:        START → direct → END
+    single controller (single_agent):  START → controller → assemble → answer → END
+    no method (direct):                START → direct → END
 
 Nodes are thin async functions of ``(state, runtime)``; the work is in ``videotapestry.agents``.
 The non-serializable run context (memory, video, model session) arrives as LangGraph's run
@@ -16,7 +16,7 @@ it; ``sqlite_checkpointer`` builds a SQLite one that knows our state types.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +27,12 @@ from langgraph.runtime import Runtime
 
 from videotapestry.agents.answer import run_answer_agent, run_direct_answer
 from videotapestry.agents.context import RunContext
-from videotapestry.agents.detail import run_detail_level
+from videotapestry.agents.focus import run_focus
+from videotapestry.agents.level_protocol import LevelAgent
 from videotapestry.agents.overview import run_overview
 from videotapestry.agents.rules import is_global_question
 from videotapestry.agents.single_agent import run_controller
+from videotapestry.agents.skim import run_skim
 from videotapestry.agents.state import (
     AnswerOutcome,
     Degradation,
@@ -44,6 +46,7 @@ from videotapestry.agents.state import (
 )
 from videotapestry.assemble import assemble
 from videotapestry.baselines.direct import direct_frames
+from videotapestry.variants import FULL, variant_named
 
 #: Our state types, allowed through LangGraph's msgpack checkpoint serializer.
 STATE_TYPES = (
@@ -112,18 +115,19 @@ async def overview_node(state: QAState, runtime: Runtime[RunContext]) -> dict[st
 
 
 async def skim_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    return await _detail_node("macro", state, runtime)
+    return await _level_node(run_skim, state, runtime)
 
 
 async def focus_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    return await _detail_node("subgraph", state, runtime)
+    return await _level_node(run_focus, state, runtime)
 
 
-async def _detail_node(level: str, state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+async def _level_node(
+    agent: LevelAgent, state: QAState, runtime: Runtime[RunContext]
+) -> dict[str, Any]:
     ctx = _context(runtime)
-    outcome = await run_detail_level(
+    outcome = await agent(
         ctx,
-        level,  # type: ignore[arg-type]
         state["question"],
         list(state.get("candidates", [])),
         instruction_in=state.get("instruction"),
@@ -142,7 +146,7 @@ async def controller_node(state: QAState, runtime: Runtime[RunContext]) -> dict[
 async def assemble_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = _context(runtime)
     composite = assemble(
-        ctx.memory, state.get("levels", []), state.get("handoff", []), variant=ctx.variant
+        ctx.memory, state.get("levels", []), state.get("handoff", []), variant=ctx.variant.name
     )
     ctx.report(level="assemble", step="assemble", memory_tokens=composite.tokens)
     return {
@@ -183,25 +187,30 @@ async def direct_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str,
     return {"answer": AnswerOutcome(**result.__dict__)}
 
 
-def _after(next_level: str):
+def _after(next_level: str) -> Callable[[QAState], str]:
     def route(state: QAState) -> str:
         return "assemble" if state.get("stopped") or not state.get("candidates") else next_level
 
     return route
 
 
-def build_graph(*, variant: str = "full", checkpointer: Any = None, **compile_options: Any) -> Any:
+def build_graph(
+    *, variant: str = FULL.name, checkpointer: Any = None, **compile_options: Any
+) -> Any:
     """The compiled graph: ``ainvoke``/``astream`` it with ``context=RunContext(...)``.
 
+    Which nodes there are is the variant's (``videotapestry.variants``): the Direct baseline
+    has no method, the single-agent ablation one controller for the three agents.
     ``compile_options`` go to ``StateGraph.compile`` (e.g. ``interrupt_before=["focus"]``).
     """
+    row = variant_named(variant)
     graph = StateGraph(QAState, context_schema=RunContext)
-    if variant == "direct":
+    if not row.method:
         graph.add_node("direct", direct_node)
         graph.add_edge(START, "direct")
         graph.add_edge("direct", END)
         return graph.compile(checkpointer=checkpointer, **compile_options)
-    if variant == "single_agent":
+    if row.single_controller:
         graph.add_node("controller", controller_node)
         graph.add_node("assemble", assemble_node)
         graph.add_node("answer", answer_node)

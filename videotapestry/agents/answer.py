@@ -16,7 +16,7 @@ from videotapestry.contracts.method import FinalAnswer
 from videotapestry.errors import ModelCallError, StructuredOutputError
 from videotapestry.images import ImagePart
 from videotapestry.llm.service import ModelSession
-from videotapestry.prompts import PromptRegistry
+from videotapestry.prompts import PromptRegistry, RenderedPrompt
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ async def run_direct_answer(
 async def _answer(
     session: ModelSession,
     role: str,
-    prompt,
+    prompt: RenderedPrompt,
     options: Sequence[str],
     *,
     images: Sequence[ImagePart],

@@ -16,11 +16,13 @@ from typing import Any
 from videotapestry.asr import TranscriptSource
 from videotapestry.config import Config, LevelLimits
 from videotapestry.embeddings import Embedder
+from videotapestry.errors import ConfigError
 from videotapestry.images import ImagePart
 from videotapestry.llm.service import ModelSession
 from videotapestry.memory import MemoryLocator, VideoMemory
 from videotapestry.prompts import PromptRegistry
 from videotapestry.retrieval import PackedClips
+from videotapestry.variants import Variant, variant_named
 from videotapestry.video import VideoReader
 
 _log = logging.getLogger(__name__)
@@ -53,8 +55,9 @@ class RunContext:
     images: list[ImagePart] = field(default_factory=list)
 
     @property
-    def variant(self) -> str:
-        return self.config.variant
+    def variant(self) -> Variant:
+        """The configured variant's record: which agents, tools and rewrites this run has."""
+        return variant_named(self.config.variant)
 
     @property
     def decoders(self) -> list[VideoReader]:
@@ -63,6 +66,12 @@ class RunContext:
     def close_video(self) -> None:
         for reader in self.decoders:
             reader.close()
+
+    def require_video(self, step: str) -> VideoReader:
+        """The video reader, for a ``step`` that cannot run without the file."""
+        if self.video is None:
+            raise ConfigError(f"{step} needs the video file; it cannot run without one")
+        return self.video
 
     @property
     def duration_s(self) -> float:
@@ -75,29 +84,25 @@ class RunContext:
         return (
             self.video is not None
             and self.observation_disabled is None
-            and self.variant not in ("wo_visual", "static_memory")
+            and self.variant.observes_visual
         )
 
     @property
     def asr_enabled(self) -> bool:
-        return (
-            self.transcripts is not None
-            and self.observation_disabled is None
-            and self.variant not in ("wo_asr", "static_memory")
-        )
+        return self.transcripts is not None and self._uses_asr
 
     @property
     def asr_lost(self) -> str | None:
         """Why the method's ASR step cannot run although this variant uses it (else None)."""
-        uses_asr = self.observation_disabled is None and self.variant not in (
-            "wo_asr",
-            "static_memory",
-        )
-        return self.asr_unavailable if uses_asr else None
+        return self.asr_unavailable if self._uses_asr else None
+
+    @property
+    def _uses_asr(self) -> bool:
+        return self.observation_disabled is None and self.variant.observes_asr
 
     @property
     def updates_enabled(self) -> bool:
-        return self.variant not in ("append_only", "static_memory")
+        return self.variant.rewrites_nodes
 
     def report(self, **event: Any) -> None:
         """Progress for CLIs and notebooks; never lets a display error stop the run."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 
 from videotapestry.agents.context import LevelBudget, RunContext
-from videotapestry.agents.level import (
+from videotapestry.agents.level_protocol import (
     LevelLog,
     call_or_fallback,
     clean,
@@ -135,7 +135,9 @@ async def run_overview(
     ctx.report(level="super", step="plan", agent=agent)
 
     refines = ctx.visual_enabled or ctx.asr_enabled or ctx.updates_enabled
-    located, anchors, anchor_source = None, [], "none"
+    located: MultiAnchorResult | None = None
+    anchors: list[str] = []
+    anchor_source = "none"
     if refines and not is_global:
         located, anchors, anchor_source = await locator_hints(ctx, question, budget, log)
     plan = OverviewPlan(observation_instruction=_default_visual_instruction())

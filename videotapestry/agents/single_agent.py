@@ -20,14 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from videotapestry.agents.context import LevelBudget, RunContext
-from videotapestry.agents.detail import focus_memories, rewrite_nodes
-from videotapestry.agents.level import (
+from videotapestry.agents.focus import focus_memories
+from videotapestry.agents.level_protocol import (
     LevelLog,
     call_or_fallback,
     clean,
     labelled_text,
     level_variables,
     memories_text,
+    rewrite_nodes,
 )
 from videotapestry.agents.overview import locator_text
 from videotapestry.agents.rules import (

@@ -16,8 +16,9 @@ from videotapestry.agents.options import strip_option_steering
 from videotapestry.agents.rules import match_evidence_lines
 from videotapestry.agents.state import ImageRef, Level, Observation
 from videotapestry.asr import TranscriptLine, format_transcript
+from videotapestry.config import Config, LevelSettings
 from videotapestry.contracts.method import AsrObservation, VisualObservation
-from videotapestry.errors import ModelCallError, TranscriptionError, VideoError
+from videotapestry.errors import ConfigError, ModelCallError, TranscriptionError, VideoError
 from videotapestry.images import ImagePart
 from videotapestry.video import (
     Frame,
@@ -32,6 +33,11 @@ from videotapestry.video import (
 )
 
 
+def level_frame_settings(config: Config, level: Level) -> LevelSettings:
+    """The single-frame settings of the Skim (Macro) or Focus (Subgraph) level."""
+    return config.agents.skim if level == "macro" else config.agents.focus
+
+
 def _refs(images: Sequence[ImagePart]) -> list[ImageRef]:
     return [ImageRef(**image.reference()) for image in images]
 
@@ -41,6 +47,7 @@ async def observe_overview_grids(
 ) -> Observation:
     """Up to 120 frames from one continuous window, in 3x2 timestamp-labelled grids."""
     config = ctx.config
+    video = ctx.require_video("the visual observation tool")
     budget = overview_frame_budget(config.images, config.agents.overview)
     record = Observation(
         kind="visual",
@@ -51,7 +58,7 @@ async def observe_overview_grids(
     )
 
     def frames_and_images() -> tuple[list[Frame], list[ImagePart]]:
-        indices = uniform_indices(ctx.video, window.start_s, window.end_s, budget)
+        indices = uniform_indices(video, window.start_s, window.end_s, budget)
         frames = decode_indices(ctx.decoders, indices)
         return frames, overview_images(frames, config.images, config.agents.overview)
 
@@ -69,7 +76,8 @@ async def observe_frames(
 ) -> Observation:
     """Up to 50 individual frames spread over ``windows`` (Skim and Focus)."""
     config = ctx.config
-    settings = config.agents.skim if level == "macro" else config.agents.focus
+    video = ctx.require_video("the visual observation tool")
+    settings = level_frame_settings(config, level)
     budget = individual_frame_budget(config.images, settings)
     record = Observation(
         kind="visual",
@@ -80,7 +88,7 @@ async def observe_frames(
     )
 
     def frames_and_images() -> tuple[list[Frame], list[ImagePart]]:
-        frames = decode_indices(ctx.decoders, window_indices(ctx.video, list(windows), budget))
+        frames = decode_indices(ctx.decoders, window_indices(video, list(windows), budget))
         return frames, frame_images(frames, config.images, max_frames=settings.max_frames)
 
     return await _look(ctx, record, frames_and_images, agent=agent)
@@ -144,9 +152,11 @@ async def observe_speech(
         instruction=instruction,
         windows=[(w.start_s, w.end_s) for w in windows],
     )
-    video = ctx.video.info if ctx.video is not None else None
+    if ctx.transcripts is None:
+        raise ConfigError("the ASR observation tool was called without a transcript source")
+    info = ctx.require_video("the ASR observation tool").info
     try:
-        lines = await asyncio.to_thread(ctx.transcripts.transcribe, video, list(windows))
+        lines = await asyncio.to_thread(ctx.transcripts.transcribe, info, list(windows))
     except (TranscriptionError, VideoError) as exc:
         return record.model_copy(update={"error": f"transcription failed: {exc}"}), []
     record = record.model_copy(update={"transcript_lines": len(lines)})

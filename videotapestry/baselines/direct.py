@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 
 from videotapestry.agents.context import RunContext
-from videotapestry.errors import ConfigError
 from videotapestry.images import ImagePart
 from videotapestry.video import (
     decode_indices,
@@ -21,12 +20,10 @@ from videotapestry.video import (
 
 
 async def direct_frames(ctx: RunContext) -> list[ImagePart]:
-    if ctx.video is None:
-        raise ConfigError("the Direct baseline needs the video file; it cannot run without one")
+    video = ctx.require_video("the Direct baseline")
     settings = ctx.config.agents.direct
     budget = individual_frame_budget(ctx.config.images, settings)
-    info = ctx.video.info
-    indices = uniform_indices(ctx.video, 0.0, info.duration_s, budget)
+    indices = uniform_indices(video, 0.0, video.info.duration_s, budget)
     frames = await asyncio.to_thread(decode_indices, ctx.decoders, indices)
     images = await asyncio.to_thread(
         frame_images, frames, ctx.config.images, max_frames=settings.max_frames, label=False

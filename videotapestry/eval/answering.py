@@ -26,12 +26,10 @@ from videotapestry.errors import ModelCallError, VideoTapestryError
 from videotapestry.eval.questions import EvalQuestion
 from videotapestry.llm.usage import spent_usage
 from videotapestry.result import Exploration, Result, load_exploration
+from videotapestry.variants import FULL, exploration_source, variant_named
 
 if TYPE_CHECKING:
     from videotapestry.api import VideoTapestry
-
-#: Variants built from the full variant's exploration (one Answer call each).
-REASSEMBLED = ("refined_super_only", "refined_paths_only")
 
 
 class RunStoppedError(VideoTapestryError):
@@ -138,7 +136,7 @@ class LocalAnswerer:
         self._vts = {
             v: vt if v == vt.config.variant else vt.for_variant(v)
             for v in variants
-            if v not in REASSEMBLED
+            if variant_named(v).reassembled_from is None
         }
         self._loads: dict[Path, asyncio.Future] = {}
         self._loader: ThreadPoolExecutor | None = None
@@ -162,17 +160,17 @@ class LocalAnswerer:
         saved: Path | Exploration | None,
         emit: Emit,
     ) -> None:
-        if variants[0] not in ("full", *REASSEMBLED):
+        if exploration_source(variants[0]) != FULL.name:
             await emit(await self._ask(question, variants[0], prepared))
             return
         source: Result | Path | Exploration | None = saved
-        if "full" in variants:
-            full = await self._ask(question, "full", prepared)
+        if FULL.name in variants:
+            full = await self._ask(question, FULL.name, prepared)
             await emit(full)
             source = full.result
         if source is None:
             return
-        reassembled = [v for v in variants if v in REASSEMBLED]
+        reassembled = [v for v in variants if variant_named(v).reassembled_from is not None]
         outcomes = await asyncio.gather(
             *(self._reassemble(variant, source, prepared) for variant in reassembled)
         )
@@ -213,6 +211,7 @@ class LocalAnswerer:
         self, variant: str, source: Result | Path | Exploration, prepared: Prepared
     ) -> VariantOutcome:
         started = time.perf_counter()
+        source_variant = variant_named(variant).reassembled_from
         try:
             await self._load(prepared)
             exploration = (
@@ -226,9 +225,9 @@ class LocalAnswerer:
                 variant,
                 failure=Failure.of(exc),
                 elapsed_s=time.perf_counter() - started,
-                reassembled_from="full",
+                reassembled_from=source_variant,
             )
-        return VariantOutcome(variant, result=result, reassembled_from="full")
+        return VariantOutcome(variant, result=result, reassembled_from=source_variant)
 
     async def _load(self, prepared: Prepared) -> None:
         """Load (parse, embed, pack) a memory off the event loop, once for all variants and

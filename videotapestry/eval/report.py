@@ -25,29 +25,35 @@ from videotapestry.eval.run_reader import (
     require_records,
 )
 from videotapestry.files import write_atomic
+from videotapestry.variants import FULL, VARIANT_NAMES, variant_named
 
 REPORT_MD = "report.md"
 REPORT_JSON = "report.json"
 PLOT_FILE = "accuracy_by_category.png"
 REPORT_FORMAT = 1
 
-#: The components each variant keeps (Y), drops (N) or has no notion of (–):
-#: visual observation, ASR observation, node updates, scale-aligned agents, and which
-#: parts of the refined memory the Answer agent receives (Super scaffold, Macro/Subgraph
-#: paths). Variants not listed get empty cells.
+#: The components each variant keeps (Y), drops (N) or has no notion of (–), as
+#: ``variant_components`` reads them from the variants table: visual observation, ASR
+#: observation, node updates, scale-aligned agents, and which parts of the refined memory the
+#: Answer agent receives (Super scaffold, Macro/Subgraph paths).
 COMPONENT_COLUMNS = ("Visual", "ASR", "Update", "M-A", "Super", "Paths")
-VARIANT_COMPONENTS: dict[str, tuple[str, ...]] = {
-    "full": ("Y", "Y", "Y", "Y", "Y", "Y"),
-    "wo_visual": ("N", "Y", "Y", "Y", "Y", "Y"),
-    "wo_asr": ("Y", "N", "Y", "Y", "Y", "Y"),
-    "append_only": ("Y", "Y", "N", "Y", "–", "–"),
-    "single_agent": ("Y", "Y", "Y", "N", "Y", "Y"),
-    "static_memory": ("N", "N", "N", "Y", "–", "–"),
-    "refined_super_only": ("Y", "Y", "Y", "Y", "Y", "N"),
-    "refined_paths_only": ("Y", "Y", "Y", "Y", "N", "Y"),
-    "direct": ("–", "–", "–", "–", "–", "–"),
-}
-REFERENCE_VARIANT = "full"
+REFERENCE_VARIANT = FULL.name
+
+
+def variant_components(name: str) -> tuple[str, ...]:
+    """The variant's cells under ``COMPONENT_COLUMNS``; empty for a name the table lacks."""
+    if name not in VARIANT_NAMES:
+        return ("",) * len(COMPONENT_COLUMNS)
+    row = variant_named(name)
+    if not row.method:
+        return ("–",) * len(COMPONENT_COLUMNS)
+    kept = [row.observes_visual, row.observes_asr, row.rewrites_nodes, not row.single_controller]
+    cells = ["Y" if keeps else "N" for keeps in kept]
+    if row.reads_refined_memory:
+        cells += ["Y" if row.reads_super_scaffold else "N", "Y" if row.reads_paths else "N"]
+    else:
+        cells += ["–", "–"]
+    return tuple(cells)
 
 
 @dataclass
@@ -205,7 +211,7 @@ def _variant_table(variants: dict[str, VariantMetrics]) -> list[str]:
     head = ["Variant", *COMPONENT_COLUMNS, "Tokens", "Acc.", "Δ Acc.", "Scored"]
     rows = []
     for name, m in variants.items():
-        components = VARIANT_COMPONENTS.get(name, ("",) * len(COMPONENT_COLUMNS))
+        components = variant_components(name)
         rows.append(
             [
                 name,

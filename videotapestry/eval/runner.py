@@ -53,12 +53,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING
 
 from videotapestry.config import BUILDER_ROLES
 from videotapestry.errors import ConfigError, VideoTapestryError
 from videotapestry.eval.answering import (
-    REASSEMBLED,
     Answerer,
     Failure,
     LocalAnswerer,
@@ -72,6 +71,7 @@ from videotapestry.eval.run_reader import Key, latest, read_records
 from videotapestry.eval.run_writer import RunDirectory
 from videotapestry.memory import is_memdreamer_memory, is_native_memory
 from videotapestry.result import Result
+from videotapestry.variants import FULL, exploration_source, variant_named
 
 if TYPE_CHECKING:
     from videotapestry.api import VideoTapestry
@@ -117,7 +117,7 @@ class Inputs:
 
 @dataclass(frozen=True)
 class RunnerOptions:
-    variants: tuple[str, ...] = ("full",)
+    variants: tuple[str, ...] = (FULL.name,)
     concurrency: int = 4
     build_missing: bool = False
     #: How the caller's user turns ``build_missing`` on, for the missing-memory message.
@@ -178,17 +178,12 @@ class _Plan:
 
 def check_variants(variants: Sequence[str]) -> tuple[str, ...]:
     """The variants in order, once each; reassembly variants need ``full`` in the same run."""
-    from videotapestry.config import Variant
-
-    known: tuple[str, ...] = get_args(Variant)
     chosen = tuple(dict.fromkeys(v.strip() for v in variants if v.strip()))
-    unknown = [v for v in chosen if v not in known]
-    if unknown:
-        raise ConfigError(f"unknown variant {unknown[0]!r}; choose from {', '.join(known)}")
+    rows = [variant_named(v) for v in chosen]  # an unknown name stops here
     if not chosen:
         raise ConfigError("no variant given")
-    reassembled = [v for v in chosen if v in REASSEMBLED]
-    if reassembled and "full" not in chosen:
+    reassembled = [v.name for v in rows if v.reassembled_from is not None]
+    if reassembled and FULL.name not in chosen:
         raise ConfigError(
             f"{', '.join(reassembled)} reassemble the full method's exploration of each question "
             "(only the Answer agent runs); add full to --variant, e.g. --variant "
@@ -263,8 +258,8 @@ class EvalRunner:
     @staticmethod
     def _groups(todo: Sequence[str]) -> list[tuple[str, ...]]:
         """One slot for the full run with its reassemblies, one for each other variant."""
-        full = tuple(v for v in todo if v == "full" or v in REASSEMBLED)
-        others = [(v,) for v in todo if v != "full" and v not in REASSEMBLED]
+        full = tuple(v for v in todo if exploration_source(v) == FULL.name)
+        others = [(v,) for v in todo if exploration_source(v) != FULL.name]
         return ([full] if full else []) + others
 
     # -- running ---------------------------------------------------------------------------
@@ -305,12 +300,12 @@ class EvalRunner:
 
         variants = {v for _, group in plan.groups for v in group}
         roles: set[str] = set()
-        for variant in variants:
-            if variant == "direct":
+        for row in map(variant_named, variants):
+            if not row.method:
                 roles.add("direct")
-            elif variant == "single_agent":
+            elif row.single_controller:
                 roles.update((*METHOD_ROLES, "controller"))
-            elif variant in REASSEMBLED:
+            elif row.reassembled_from is not None:
                 roles.add("answer")
             else:
                 roles.update(METHOD_ROLES)
@@ -354,10 +349,10 @@ class EvalRunner:
 
         Reassemblies need the full run's exploration: from this slot's full run, else from
         the full record already in the run (its trace). Without one they fail as it did."""
-        reassembled = [v for v in variants if v in REASSEMBLED]
+        reassembled = [v for v in variants if variant_named(v).reassembled_from is not None]
         saved: Path | None = None
-        if reassembled and "full" not in variants:
-            record = self._latest.get(("full", question.id))
+        if reassembled and FULL.name not in variants:
+            record = self._latest.get((FULL.name, question.id))
             if record is None or record.status != "answered" or not record.trace:
                 for variant in reassembled:
                     await self._inherit_failure(question, variant, record)
@@ -373,7 +368,7 @@ class EvalRunner:
         for variant in reassembled:
             if variant not in got:  # the full run failed: nothing to reassemble
                 await self._inherit_failure(
-                    question, variant, self._latest.get(("full", question.id))
+                    question, variant, self._latest.get((FULL.name, question.id))
                 )
 
     async def _record(self, question: EvalQuestion, outcome: VariantOutcome) -> None:
@@ -494,7 +489,7 @@ class EvalRunner:
             status="failed",
             error=f"no exploration to reassemble: {error}",
             error_type=full.error_type if full is not None else "MissingExploration",
-            reassembled_from="full",
+            reassembled_from=variant_named(variant).reassembled_from,
         )
         await self._write(record)
 

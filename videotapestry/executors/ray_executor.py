@@ -324,8 +324,9 @@ class RayAnswerer:
         saved: Path | Exploration | None,
         emit: Emit,
     ) -> None:
-        from videotapestry.eval.answering import REASSEMBLED, Failure, VariantOutcome
+        from videotapestry.eval.answering import Failure, VariantOutcome
         from videotapestry.result import load_exploration
+        from videotapestry.variants import variant_named
 
         index = self._worker_for(prepared.memory)
         self._busy[index] += 1
@@ -351,7 +352,7 @@ class RayAnswerer:
                 )
                 outcomes = [
                     VariantOutcome(
-                        v, failure=failure, reassembled_from="full" if v in REASSEMBLED else None
+                        v, failure=failure, reassembled_from=variant_named(v).reassembled_from
                     )
                     for v in variants
                 ]

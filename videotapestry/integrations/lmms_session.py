@@ -117,14 +117,16 @@ class LmmsSession:
     def __init__(self, settings: LmmsSettings, *, command: Sequence[str] | None = None) -> None:
         from videotapestry.api import VideoTapestry
         from videotapestry.eval.run_writer import RunDirectory, new_run_info
-        from videotapestry.eval.runner import REASSEMBLED, Inputs, RunnerOptions, check_variants
+        from videotapestry.eval.runner import Inputs, RunnerOptions, check_variants
+        from videotapestry.variants import exploration_source
 
         self.settings = settings
         self.vt = VideoTapestry(
             settings.config, profile=settings.profile, overrides=settings.overrides
         )
         self.variant = settings.variant or self.vt.config.variant
-        variants = ("full", self.variant) if self.variant in REASSEMBLED else (self.variant,)
+        source = exploration_source(self.variant)
+        variants = (source, self.variant) if source != self.variant else (self.variant,)
         self.options = RunnerOptions(
             variants=check_variants(variants),
             concurrency=settings.concurrency,

@@ -24,8 +24,9 @@ from videotapestry.offline import OfflineClientFactory
 from videotapestry.offline.perception import Perception
 from videotapestry.result import QuestionFailure, Result
 from videotapestry.testing.fact_videos import FactQuestion, FactVideo
+from videotapestry.variants import DIRECT, FULL
 
-VARIANTS = ("full", "direct")
+VARIANTS = (FULL.name, DIRECT.name)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,85 @@
+"""The Focus agent: the Subgraph level, over the leaf evidence of the selected MacroEvents.
+
+A candidate memory is the evidence under one selected MacroEvent (its id is that
+MacroEvent's id). PACE-Mem chooses which clips of evidence are shown, in chronological
+order, and the chosen clips' time ranges are where the agent's frames are sampled. From
+there it follows the level protocol (``level_protocol.run_level``) like the Skim agent; its
+decision always stops, as the Subgraph is the last level.
+"""
+
+from __future__ import annotations
+
+from videotapestry.agents.context import RunContext
+from videotapestry.agents.level_protocol import LevelMemories, macro_event, run_level
+from videotapestry.agents.state import LevelOutcome, QuestionInput
+from videotapestry.memory.prompt_text import node_line, relation_line
+from videotapestry.retrieval import focus_query_text, select_focus_evidence
+
+
+def focus_memories(
+    ctx: RunContext, macro_ids: list[str], question: QuestionInput, instruction: str | None
+) -> LevelMemories:
+    """PACE-Mem's evidence under each selected MacroEvent, chronological, with relations.
+
+    Every selected MacroEvent that has evidence is represented (``evidence.focus_scope``),
+    and the chosen clips' windows are where the Focus agent's frames are sampled. Without
+    node embeddings (no embedder configured) every subgraph node is shown: a documented
+    fallback that costs tokens but loses nothing.
+    """
+    memory = ctx.memory
+    chosen: dict[str, list[str]] = {m: [] for m in macro_ids}
+    intervals: dict[str, list[tuple[float, float]]] = {m: [] for m in macro_ids}
+    selection = None
+    if ctx.evidence is not None and ctx.embedder is not None:
+        settings = ctx.config.evidence
+        query = focus_query_text(
+            question.question,
+            instruction,
+            question.options,
+            include_options=settings.query_options,
+        )
+        vector = ctx.embedder.embed([query], query=True)[0]
+        focus = select_focus_evidence(vector, ctx.evidence, macro_ids, settings)
+        selection = focus.to_dict()
+        for macro_id, evidence in focus.macros.items():
+            chosen[macro_id] = list(evidence.record_ids)
+            intervals[macro_id] = list(evidence.windows)
+    else:
+        for macro_id in macro_ids:
+            chosen[macro_id] = [n.id for n in memory.subgraph(macro_id).nodes]
+    texts = {}
+    for macro_id in macro_ids:
+        macro = macro_event(memory, macro_id)
+        node_ids = sorted(chosen[macro_id], key=lambda i: memory.time_range(i).start)
+        if not intervals[macro_id]:
+            intervals[macro_id] = [(macro.time_range.start, macro.time_range.end)]
+        lines = [f"Evidence under {macro_id} ({macro.label}):"]
+        lines += [f"- {node_line(memory.node(i))}" for i in node_ids] or ["- (none selected)"]
+        relations = [
+            r for r in memory.subgraph(macro_id).relations if {r.source, r.target} <= set(node_ids)
+        ]
+        if relations:
+            lines.append("Relations:")
+            lines += [f"- {relation_line(r)}" for r in relations]
+        texts[macro_id] = "\n".join(lines)
+    return LevelMemories(texts, intervals, selection)
+
+
+async def run_focus(
+    ctx: RunContext,
+    question: QuestionInput,
+    candidates: list[str],
+    *,
+    instruction_in: str | None,
+    is_global: bool,
+) -> LevelOutcome:
+    return await run_level(
+        ctx,
+        "subgraph",
+        question,
+        candidates,
+        focus_memories(ctx, candidates, question, instruction_in),
+        instruction_in=instruction_in,
+        is_global=is_global,
+        always_observe=False,
+    )

@@ -1,0 +1,453 @@
+"""The protocol every level agent follows: plan, observe, rewrite, decide (Algorithm 2).
+
+The Skim (Macro) and Focus (Subgraph) agents follow it exactly: one shared protocol,
+different memories. ``run_level`` is that protocol; ``skim`` and ``focus`` only say which
+memories a level shows and where its frames may come from. The Overview agent (Super) keeps
+the same steps with observation and update calls of its own, and takes the shared ones from
+here: planning with a fallback, the update call, the validated decision, the level's log.
+
+Plan → observe (when planned, or when the level always looks) over the planned ranges
+intersected with the candidates' intervals, up to 50 single frames → rewrite the requested
+nodes (ids, parents and times never change; a missing or invalid rewrite keeps the original
+text) → one decision.
+
+Each model step degrades instead of failing the question: a plan that cannot be obtained
+becomes the documented default plan, a failed update keeps the original texts, a failed
+decision is validated as an empty one (which falls back to evidence-linked ids). Every
+fallback leaves a note and a ``Degradation`` in the level's ``LevelLog``, so the result says
+what was lost; errors that no fallback can help (a refused key, an unknown model) are not
+caught here and stop the question.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypedDict, TypeVar
+
+from pydantic import BaseModel
+
+from videotapestry.agents.context import LevelBudget, RunContext
+from videotapestry.agents.options import strip_option_steering
+from videotapestry.agents.rules import (
+    ValidatedDecision,
+    rank_by_overlap,
+    tiny_summary,
+    validate_decision,
+)
+from videotapestry.agents.state import (
+    AGENT_NAMES,
+    Degradation,
+    DegradationKind,
+    Level,
+    LevelCalls,
+    LevelOutcome,
+    Observation,
+    QuestionInput,
+)
+from videotapestry.agents.tools import level_frame_settings, observe_frames
+from videotapestry.contracts.method import Decision, LevelPlan, LevelUpdate, NodeRewrite
+from videotapestry.errors import MemoryNodeNotFoundError, ModelCallError
+from videotapestry.memory import VideoMemory
+from videotapestry.memory.prompt_text import clock_range, serialize_root
+from videotapestry.memory.types import MacroEvent, TimeRange
+from videotapestry.video import TimeWindow, observation_windows
+
+T = TypeVar("T", bound=BaseModel)
+
+DEFAULT_INSTRUCTIONS: dict[Level, str] = {
+    "super": (
+        "Examine the MacroEvents of the selected stages for the specific people, actions, "
+        "objects and on-screen text the question depends on."
+    ),
+    "macro": (
+        "Found: candidate events in the selected MacroEvents; still need to verify: the exact "
+        "details the question asks about."
+    ),
+    "subgraph": "",
+}
+
+PLANNING_ROLES: dict[Level, str] = {"super": "overview", "macro": "skim", "subgraph": "focus"}
+
+
+class LevelLog:
+    """What one level noted on its way and what it lost (degradations)."""
+
+    def __init__(self, level: str) -> None:
+        self.level = level
+        self.notes: list[str] = []
+        self.degraded: list[Degradation] = []
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def degrade(self, kind: DegradationKind, what: str, why: str) -> None:
+        self.degraded.append(Degradation(kind=kind, level=self.level, what=what, why=why))
+        self.notes.append(f"{what}: {why}")
+
+    def lost_observation(self, observation: Observation) -> None:
+        """Record a failed observation tool call (frames, transcript or the model call)."""
+        if observation.error is not None:
+            kind: DegradationKind = "visual_lost" if observation.kind == "visual" else "asr_lost"
+            what = f"{observation.kind} observation {observation.source_id}"
+            self.degrade(kind, what, observation.error)
+
+
+async def call_or_fallback(
+    ctx: RunContext,
+    role: str,
+    prompt_name: str,
+    output_model: type[T],
+    fallback: T,
+    *,
+    level: str,
+    log: LevelLog,
+    **variables: object,
+) -> tuple[T, bool]:
+    """One structured call; on a recoverable failure the ``fallback`` and a degradation.
+
+    ``level`` is where the trace files the call: a memory level, or ``controller`` for the
+    single-agent ablation. Returns (value, ok). Errors that would repeat on every call are
+    re-raised.
+    """
+    prompt = ctx.prompts.render(prompt_name, **variables)
+    try:
+        return await ctx.session.complete_json(role, prompt, output_model, level=level), True
+    except ModelCallError as exc:
+        if not exc.recoverable:
+            raise
+        log.degrade("call_fallback", f"{prompt_name} call", f"{exc}; the fallback was used")
+        return fallback, False
+
+
+class LevelVariables(TypedDict):
+    """Template variables every Skim/Focus/decision prompt shares."""
+
+    agent_name: str
+    memory_level: Level
+    question: str
+    options: list[str]
+    upstream_instruction: str
+
+
+def level_variables(
+    agent: str, level: Level, question: QuestionInput, instruction_in: str | None
+) -> LevelVariables:
+    return {
+        "agent_name": agent,
+        "memory_level": level,
+        "question": question.question,
+        "options": question.options,
+        "upstream_instruction": instruction_in or "",
+    }
+
+
+def labelled_text(label: str, text: str) -> str:
+    """A SuperEvent's or MacroEvent's memory text: its label, then its description."""
+    return f"{label}: {text}" if label else text
+
+
+def clean(text: str) -> str:
+    """Memory text as stored: option-steering sentences removed."""
+    return strip_option_steering(text or "").strip()
+
+
+def line_for(node_id: str, time_range: TimeRange, text: str) -> str:
+    return f"{node_id} [{clock_range(time_range)}] {text}"
+
+
+def memories_text(ctx: RunContext, texts: Mapping[str, str]) -> str:
+    """The level's memories as prompt lines: id, time range, current text."""
+    return "\n".join(
+        line_for(node_id, ctx.memory.time_range(node_id), text) for node_id, text in texts.items()
+    )
+
+
+def observation_sources(observations: Sequence[Observation]) -> str:
+    """Each successful observation once, by source id (the update prompt refers to them)."""
+    blocks = []
+    for obs in observations:
+        if not obs.succeeded:
+            continue
+        kind = "visual" if obs.kind == "visual" else "transcript"
+        windows = ", ".join(clock_range(TimeRange(start=s, end=e)) for s, e in obs.windows)
+        block = f"{obs.source_id} ({kind}; {windows}): {obs.result.strip()}"
+        if obs.uncertainty.strip():
+            block += f"\n  uncertain: {obs.uncertainty.strip()}"
+        blocks.append(block)
+    return "\n".join(blocks) or "(no observations)"
+
+
+def update_requests_json(requests: Sequence[Mapping[str, object]]) -> str:
+    return json.dumps(list(requests), ensure_ascii=False, indent=1)
+
+
+async def decide(
+    ctx: RunContext,
+    *,
+    level: Level,
+    agent: str,
+    question: QuestionInput,
+    instruction_in: str | None,
+    memories: str,
+    trajectory: str,
+    is_global: bool,
+    current_ids: Sequence[str],
+    fallback_ids: Sequence[str],
+    log: LevelLog,
+) -> ValidatedDecision:
+    """One decision call, validated in code (SPEC §5); at Subgraph the stop is then forced."""
+    ids_with_children = [i for i in current_ids if _has_children(ctx, level, i)]
+    decision, ok = await call_or_fallback(
+        ctx,
+        "decision",
+        "decision",
+        Decision,
+        Decision(),
+        level=level,
+        log=log,
+        **level_variables(agent, level, question, instruction_in),
+        memories=memories,
+        trajectory=trajectory,
+    )
+    validated = validate_decision(
+        decision if ok else None,
+        level=level,
+        is_global=is_global,
+        current_ids=list(current_ids),
+        ids_with_children=ids_with_children,
+        fallback_ids=list(fallback_ids),
+        default_instruction=DEFAULT_INSTRUCTIONS[level],
+    )
+    log.notes.extend(validated.notes)
+    return validated
+
+
+def _has_children(ctx: RunContext, level: Level, node_id: str) -> bool:
+    if level == "super":
+        return bool(ctx.memory.child_ids(node_id))
+    if level == "macro":
+        return bool(ctx.memory.subgraph(node_id).nodes)
+    return False
+
+
+def macro_event(memory: VideoMemory, macro_id: str) -> MacroEvent:
+    """The MacroEvent ``macro_id`` names; a candidate of another kind is a wiring error."""
+    node = memory.node(macro_id)
+    if not isinstance(node, MacroEvent):
+        raise MemoryNodeNotFoundError(f"{macro_id!r} is a {node.kind}, not a MacroEvent")
+    return node
+
+
+# --------------------------------------------------------------------------- the protocol
+
+
+@dataclass(frozen=True)
+class LevelMemories:
+    """What a level shows: each candidate's text, and the time intervals it may look at.
+
+    ``selection`` is the evidence selection behind the texts (PACE-Mem at Focus), kept for
+    the trace.
+    """
+
+    texts: dict[str, str]
+    intervals: dict[str, list[tuple[float, float]]]
+    selection: dict[str, Any] | None = None
+
+
+class LevelAgent(Protocol):
+    """A Skim or Focus agent's turn, as the graph calls it: the candidates and the
+    instruction the level above handed down, and whether the question is global."""
+
+    async def __call__(
+        self,
+        ctx: RunContext,
+        question: QuestionInput,
+        candidates: list[str],
+        *,
+        instruction_in: str | None,
+        is_global: bool,
+    ) -> LevelOutcome: ...
+
+
+async def run_level(
+    ctx: RunContext,
+    level: Level,
+    question: QuestionInput,
+    candidates: list[str],
+    memories: LevelMemories,
+    *,
+    instruction_in: str | None,
+    is_global: bool,
+    always_observe: bool,
+) -> LevelOutcome:
+    """One level agent's turn over its candidates' ``memories``.
+
+    ``always_observe`` makes the level look even when its plan does not ask to (the Skim
+    agent on a question that is not global).
+    """
+    config = ctx.config
+    agent = AGENT_NAMES[level]
+    budget = LevelBudget(config.agents.level_limits)
+    static = dict(memories.texts)
+    ctx.report(level=level, step="plan", agent=agent)
+    log = LevelLog(level)
+
+    observations: list[Observation] = []
+    plan = LevelPlan()
+    if ctx.updates_enabled or ctx.visual_enabled:
+        plan, _ = await call_or_fallback(
+            ctx,
+            PLANNING_ROLES[level],
+            "level_planning",
+            LevelPlan,
+            LevelPlan(observation_needed=True, update_memory_ids=list(candidates)),
+            level=level,
+            log=log,
+            **level_variables(agent, level, question, instruction_in),
+            global_summary=serialize_root(ctx.memory).text,
+            memories=memories_text(ctx, static),
+            trajectory="",  # one batch per level: nothing precedes the plan
+            limits=config.agents.level_limits.model_dump(),
+            max_frames=level_frame_settings(config, level).max_frames,
+        )
+
+    all_intervals = [span for spans in memories.intervals.values() for span in spans]
+    windows: list[TimeWindow] = []
+    wants_look = plan.observation_needed or always_observe
+    if ctx.visual_enabled and wants_look and budget.spend("observation"):
+        windows = observation_windows(plan.time_ranges, all_intervals, duration_s=ctx.duration_s)
+        instruction = clean(plan.observation_instruction) or (
+            instruction_in or "Describe what is visible that bears on these events."
+        )
+        ctx.report(level=level, step="observe", tool="visual", windows=[list(w) for w in windows])
+        observation = await observe_frames(
+            ctx, windows, instruction, level=level, agent=agent, source_id="V1"
+        )
+        observations.append(observation)
+        log.lost_observation(observation)
+
+    refined = dict(static)
+    if ctx.updates_enabled:
+        # Algorithm 2 updates the valid requested ids, and only those.
+        valid = set(candidates)
+        targets = [i for i in dict.fromkeys(plan.update_memory_ids) if i in valid]
+        ignored = [i for i in plan.update_memory_ids if i not in valid]
+        if ignored:
+            log.note(f"update ids that are not {level} candidates were ignored: {ignored}")
+        if not targets:
+            log.note("the plan requested no valid update id; no node was rewritten")
+        elif budget.spend("update"):
+            ctx.report(level=level, step="update", agent=agent)
+            refined |= await rewrite_nodes(
+                ctx,
+                {i: static[i] for i in targets},
+                observations,
+                log=log,
+                level=level,
+                variables=level_variables(agent, level, question, instruction_in),
+                update_instruction=clean(plan.thought),
+            )
+
+    ctx.report(level=level, step="decide", agent=agent)
+    fallback = rank_by_overlap(_spans(memories), windows) if windows else []
+    decision = await decide(
+        ctx,
+        level=level,
+        agent=agent,
+        question=question,
+        instruction_in=instruction_in,
+        memories=memories_text(ctx, refined),
+        trajectory="\n".join(
+            f"visual observation: {o.result}" if o.succeeded else f"observation failed: {o.error}"
+            for o in observations
+        ),
+        is_global=is_global,
+        current_ids=candidates,
+        fallback_ids=fallback or list(candidates),
+        log=log,
+    )
+    return LevelOutcome(
+        level=level,
+        agent=agent,
+        candidate_ids=list(candidates),
+        instruction_in=instruction_in,
+        plan=plan.model_dump(mode="json"),
+        observations=observations,
+        refined=refined,
+        static=static,
+        evidence_ids=[i for i in candidates if refined[i] != static[i]],
+        selected_ids=list(decision.selected_ids),
+        instruction_out=decision.instruction,
+        template_type=decision.template_type,
+        stop=decision.stop,
+        reason=decision.reason,
+        evidence_selection=memories.selection,
+        calls=LevelCalls(observations=budget.observations, updates=budget.updates),
+        notes=log.notes,
+        degraded=log.degraded,
+    )
+
+
+async def rewrite_nodes(
+    ctx: RunContext,
+    texts: dict[str, str],
+    observations: list[Observation],
+    *,
+    log: LevelLog,
+    level: Level,
+    variables: LevelVariables,
+    update_instruction: str,
+) -> dict[str, str]:
+    """One update-tool call over ``texts`` (id → current text); the new texts it gave.
+
+    A node whose entry is unusable, missing or empty keeps its text (and the level log says
+    so); rewrites of ids that were not asked for are ignored.
+    """
+    reply, _ = await call_or_fallback(
+        ctx,
+        "update",
+        "level_update",
+        LevelUpdate,
+        LevelUpdate(updated_memories={}),
+        level=level,
+        log=log,
+        **variables,
+        update_instruction=update_instruction,
+        memories=memories_text(ctx, texts),
+        observations=observation_sources(observations),
+    )
+    rewritten: dict[str, str] = {}
+    for node_id in texts:
+        if node_id in reply.rejected:
+            log.degrade(
+                "update_rejected",
+                f"level_update entry {node_id}",
+                f"{reply.rejected[node_id]}; its original text is kept",
+            )
+        elif text := rewritten_text(reply.updated_memories.get(node_id)):
+            rewritten[node_id] = text
+        else:
+            log.note(f"no valid rewrite for {node_id}; original text kept")
+    unknown = sorted(set(reply.updated_memories) - set(texts))
+    if unknown:
+        log.note(f"rewrites for ids not requested were ignored: {unknown}")
+    return rewritten
+
+
+def rewritten_text(rewrite: NodeRewrite | None) -> str:
+    """A node's new text: steering removed; an irrelevant node's summary cut to 10 chars."""
+    if rewrite is None:
+        return ""
+    text = clean(rewrite.updated_text)
+    if rewrite.is_relevant is False and text:
+        return tiny_summary(text)
+    return text
+
+
+def _spans(memories: LevelMemories) -> dict[str, tuple[float, float]]:
+    return {
+        node_id: (min(s for s, _ in spans), max(e for _, e in spans))
+        for node_id, spans in memories.intervals.items()
+    }
