@@ -2,8 +2,9 @@
 
 One instance holds what questions share: the config, the model service (clients, cache,
 run-level usage), the prompt registry, the embedder (loaded once) and every memory it has
-loaded (with its embeddings and packed PACE-Mem clips). Each question gets its own run
-context: a video reader, a transcript source, a model session with its own trace and usage.
+loaded, with its embeddings and packed PACE-Mem clips (``memory_cache``). Each question gets
+its own run context: a video reader, a transcript source, a model session with its own trace
+and usage (``run_setup``); its answer becomes a ``Result`` (``Result.from_run``).
 
 Questions are checked before anything is loaded or paid for (``validate_question``, the API
 key); whatever makes a run differ from the method is recorded on its result
@@ -14,11 +15,11 @@ key); whatever makes a run differ from the method is recorded on its result
 from __future__ import annotations
 
 import asyncio
-import threading
+import dataclasses
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +27,16 @@ from videotapestry import plugins
 from videotapestry.agents.answer import run_answer_agent
 from videotapestry.agents.context import ProgressCallback, RunContext
 from videotapestry.agents.rules import is_global_question
-from videotapestry.agents.state import AnswerOutcome, Degradation, LevelOutcome, QuestionInput
-from videotapestry.asr import TranscriptSource, make_transcript_source
-from videotapestry.assemble import assemble
+from videotapestry.agents.state import AnswerOutcome, QuestionInput
+from videotapestry.assemble import CompositeMemory, assemble
 from videotapestry.config import Config, load_config, validate_config
 from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
 from videotapestry.errors import ConfigError, ModelCallError, VideoTapestryError
 from videotapestry.graph import build_graph
 from videotapestry.llm.service import ModelService
 from videotapestry.llm.usage import attach_spent
-from videotapestry.memory import MemoryLocator, VideoMemory, ensure_embeddings, open_memory
+from videotapestry.memory import VideoMemory
+from videotapestry.memory_cache import LoadedMemory, MemoryCache
 from videotapestry.prompts import PromptRegistry, short_hash
 from videotapestry.question import labelled_options, validate_question
 from videotapestry.result import (
@@ -45,10 +46,8 @@ from videotapestry.result import (
     Result,
     load_exploration,
 )
-from videotapestry.retrieval import PackedClips
-from videotapestry.retrieval.from_memory import pack_memory_evidence
+from videotapestry.run_setup import open_run_context
 from videotapestry.variants import REASSEMBLY_VARIANTS, variant_named
-from videotapestry.video import VideoReader, open_video
 from videotapestry.views.trace_html import result_fragment
 
 __all__ = [
@@ -71,25 +70,6 @@ METHOD_ROLES = (
     "decision",
     "answer",
 )
-
-
-@dataclass
-class LoadedMemory:
-    """A memory ready for questions: embedded, with its locator and packed leaf clips."""
-
-    memory: VideoMemory
-    locator: MemoryLocator
-    evidence: PackedClips | None
-
-
-@dataclass
-class _Loaded:
-    """What sibling instances (``for_variant``) share: loaded memories and the one Whisper."""
-
-    memories: dict[tuple[str, str | None], LoadedMemory] = field(default_factory=dict)
-    whisper: TranscriptSource | None = None  # one model load for all questions
-    #: Questions build their contexts on worker threads; one memory is loaded once.
-    lock: threading.RLock = field(default_factory=threading.RLock)
 
 
 @dataclass(frozen=True)
@@ -119,7 +99,7 @@ class VideoTapestry:
         self.prompts = PromptRegistry(self.config.prompts.override_dir)
         self.service = service or ModelService(self.config)
         self.embedder = embedder or SentenceTransformerEmbedder(self.config.embedding)
-        self._loaded = _Loaded()
+        self._memories = MemoryCache(self.embedder, self.config.evidence, self.config.asr)
 
     def for_variant(self, variant: str) -> VideoTapestry:
         """This instance under another variant (paper Table 3), sharing everything loaded.
@@ -132,7 +112,7 @@ class VideoTapestry:
         config = validate_config({**self.config.model_dump(mode="json"), "variant": variant})
         sibling = VideoTapestry(config, service=self.service, embedder=self.embedder)
         sibling.prompts = self.prompts
-        sibling._loaded = self._loaded
+        sibling._memories = self._memories
         return sibling
 
     # -- memory ----------------------------------------------------------------------------
@@ -141,31 +121,12 @@ class VideoTapestry:
         self, memory: str | Path | VideoMemory, *, video_fingerprint: str | None = None
     ) -> LoadedMemory:
         """Load (once), embed with the configured model, and pack the leaf evidence."""
-        if isinstance(memory, VideoMemory):
-            key = (f"object:{id(memory)}", video_fingerprint)
-        else:
-            key = (str(Path(memory).resolve()), video_fingerprint)
-        with self._loaded.lock:
-            loaded = self._loaded.memories.get(key)
-            if loaded is None:
-                raw = (
-                    memory
-                    if isinstance(memory, VideoMemory)
-                    else open_memory(memory, expected_fingerprint=video_fingerprint)
-                )
-                embedded = ensure_embeddings(raw, self.embedder)
-                evidence = pack_memory_evidence(embedded, self.config.evidence)
-                loaded = LoadedMemory(embedded, MemoryLocator(embedded, self.embedder), evidence)
-                self._loaded.memories[key] = loaded
-            return loaded
+        return self._memories.load(memory, video_fingerprint=video_fingerprint)
 
     def release_memory(self, memory: str | Path) -> None:
         """Forget a loaded memory (under every video fingerprint), so a run over hundreds of
         videos keeps only the memories of the questions in flight."""
-        path = str(Path(memory).resolve())
-        with self._loaded.lock:
-            for key in [key for key in self._loaded.memories if key[0] == path]:
-                del self._loaded.memories[key]
+        self._memories.release(memory)
 
     def build_graph(self, *, checkpointer: Any = None, **compile_options: Any) -> Any:
         """The compiled LangGraph graph for this config's variant (stream, draw, checkpoint)."""
@@ -313,32 +274,22 @@ class VideoTapestry:
         except BaseException as exc:
             attach_spent(exc, session.usage.summary())
             raise
-        outcome = AnswerOutcome(**answer.__dict__)
-        return Result(
-            question_id=item.question_id,
-            question=item.question,
-            options=item.options,
-            answer=outcome.letter,
-            reasoning=outcome.reasoning,
-            answer_source=outcome.source,
+        # Read against the memory it is answered from (by default the one it explored).
+        exploration = dataclasses.replace(
+            exploration,
+            memory_source=_memory_source(memory),
+            video_duration_s=exploration.video_duration_s or loaded.memory.duration,
+        )
+        return Result.from_run(
+            exploration,
+            composite,
+            AnswerOutcome(**answer.__dict__),
+            session,
             variant=variant,
-            memory_text=composite.text,
-            memory_tokens=composite.tokens,
-            handoff_trace=composite.handoff_trace,
-            levels=list(exploration.levels),
-            trace=session.trace,
-            usage=session.usage.summary(),
+            memory=loaded.memory,
             prompt_hashes={"final_answer": short_hash(self.prompts.source("final_answer"))},
             elapsed_s=time.perf_counter() - started,
-            degraded=[*exploration.degraded, *_answer_degradation(outcome)],
-            handoff=list(exploration.handoff),
-            run_id=exploration.run_id,
             reassembled_from=exploration.run_id or item.question_id,
-            memory_source=_memory_source(memory),
-            video_fingerprint=exploration.video_fingerprint,
-            video_path=exploration.video_path,
-            video_duration_s=exploration.video_duration_s or loaded.memory.duration,
-            node_times=_node_times(loaded.memory, exploration.levels),
             html_view=result_fragment,
         )
 
@@ -460,103 +411,18 @@ class VideoTapestry:
         no_video: bool,
         progress: ProgressCallback | None,
     ) -> RunContext:
-        disabled = None
-        reader = None
-        if no_video:
-            disabled = "disabled by the caller (--no-video)"
-        elif video is None:
-            disabled = "no video file was given; answering from the stored memory only"
-        video_fp = None
-        extra: list[VideoReader] = []
-        if disabled is None:
-            reader = open_video(video, self.config.video)
-            video_fp = reader.info.fingerprint
-        try:
-            if reader is not None:
-                # Same backend and probe as the first reader: no second probe or fingerprint,
-                # and every decoder returns identical frames.
-                extra = [
-                    type(reader)(video, self.config.video, info=reader.info)
-                    for _ in range(self.config.video.parallel_decoders - 1)
-                ]
-            loaded = self.load_memory(memory, video_fingerprint=video_fp)
-            transcripts, asr_unavailable = self._transcripts(reader, memory, item, video_fp)
-        except BaseException:
-            for opened in [reader, *extra]:
-                if opened is not None:
-                    opened.close()
-            raise
-        ctx = RunContext(
+        return open_run_context(
+            video,
+            memory,
+            item,
             config=self.config,
-            memory=loaded.memory,
             prompts=self.prompts,
-            session=self.service.session(),
-            video=reader,
-            extra_decoders=extra,
-            transcripts=transcripts,
+            service=self.service,
             embedder=self.embedder,
-            locator=loaded.locator,
-            evidence=loaded.evidence,
-            observation_disabled=disabled,
-            asr_unavailable=asr_unavailable,
+            memories=self._memories,
+            no_video=no_video,
             progress=progress,
         )
-        # Waits and retries of slow calls reach the same display as the level steps.
-        ctx.session.progress = lambda event: ctx.report(**event)
-        return ctx
-
-    def _memory_transcript(
-        self,
-        reader: VideoReader | None,
-        memory: str | Path | VideoMemory,
-        item: QuestionInput,
-        video_fp: str | None,
-    ) -> TranscriptSource | None:
-        """The transcript a built memory stores (``transcript.json``), unless the config says
-        otherwise or the question brings its own subtitles."""
-        if reader is None or isinstance(memory, VideoMemory) or item.subtitle_path:
-            return None
-        if not self.config.asr.memory_transcript:
-            return None
-        from videotapestry.asr.stored import StoredTranscript
-
-        return StoredTranscript.for_memory(memory, expected_fingerprint=video_fp)
-
-    def _transcripts(
-        self,
-        reader: VideoReader | None,
-        memory: str | Path | VideoMemory,
-        item: QuestionInput,
-        video_fp: str | None,
-    ) -> tuple[TranscriptSource | None, str | None]:
-        """(source, why ASR is unavailable). The transcript a built memory stores, unless the
-        question brings subtitles; else subtitles when the config says so (a question without
-        subtitles then has no ASR, which is recorded as a degradation, never a silent switch
-        to Whisper); else one shared Whisper (loaded once) for videos with audio; a video
-        without audio simply has no transcript."""
-        if reader is None:
-            return None, None
-        stored = self._memory_transcript(reader, memory, item, video_fp)
-        if stored is not None:
-            return stored, None
-        if self.config.asr.source == "subtitles":
-            if not item.subtitle_path:
-                return None, (
-                    "asr.source is 'subtitles' but this question has no subtitle file; pass "
-                    "--subtitles FILE (subtitle_path=) or set asr.source=whisper"
-                )
-            source = make_transcript_source(
-                self.config.asr,
-                subtitle_path=item.subtitle_path,
-                subtitle_offset_s=item.subtitle_offset_s,
-            )
-            return source, None
-        if not reader.info.has_audio:
-            return None, None
-        with self._loaded.lock:
-            if self._loaded.whisper is None:
-                self._loaded.whisper = make_transcript_source(self.config.asr)
-            return self._loaded.whisper, None
 
     def _result(
         self,
@@ -567,68 +433,41 @@ class VideoTapestry:
         *,
         memory: str | Path | VideoMemory,
     ) -> Result:
-        answer = state["answer"]
+        """A run from the start: its exploration and final memory read from the graph's
+        final state."""
         levels = list(state.get("levels", []))
-        names = {e.prompt_name for e in ctx.session.trace.events if e.prompt_name}
-        degraded = [d for outcome in levels for d in outcome.degraded]
-        degraded += _answer_degradation(answer)
-        return Result(
-            question_id=item.question_id,
-            question=item.question,
-            options=item.options,
-            answer=answer.letter,
-            reasoning=answer.reasoning,
-            answer_source=answer.source,
-            variant=self.config.variant,
-            memory_text=state.get("memory_text", ""),
-            memory_tokens=state.get("memory_tokens", 0),
-            handoff_trace=state.get("handoff_text", ""),
+        exploration = Exploration(
+            question=item,
             levels=levels,
-            trace=ctx.session.trace,
-            usage=ctx.session.usage.summary(),
-            prompt_hashes={n: short_hash(self.prompts.source(n)) for n in sorted(names)},
-            observation_disabled=ctx.observation_disabled,
-            elapsed_s=elapsed,
-            images=list(ctx.images),
-            degraded=degraded,
             handoff=list(state.get("handoff", [])),
+            variant=self.config.variant,
             run_id=uuid.uuid4().hex[:12],
             memory_source=_memory_source(memory),
             video_fingerprint=ctx.video.info.fingerprint if ctx.video is not None else None,
+            degraded=[d for outcome in levels for d in outcome.degraded],
             video_path=str(Path(ctx.video.info.path).resolve()) if ctx.video is not None else None,
             video_duration_s=ctx.duration_s,
-            node_times=_node_times(ctx.memory, levels),
+        )
+        final_memory = CompositeMemory(
+            text=state.get("memory_text", ""),
+            handoff_trace=state.get("handoff_text", ""),
+            tokens=state.get("memory_tokens", 0),
+        )
+        names = {e.prompt_name for e in ctx.session.trace.events if e.prompt_name}
+        return Result.from_run(
+            exploration,
+            final_memory,
+            state["answer"],
+            ctx.session,
+            variant=self.config.variant,
+            memory=ctx.memory,
+            prompt_hashes={n: short_hash(self.prompts.source(n)) for n in sorted(names)},
+            elapsed_s=elapsed,
+            observation_disabled=ctx.observation_disabled,
+            images=ctx.images,
             html_view=result_fragment,
         )
 
 
-def _node_times(
-    memory: VideoMemory, levels: Sequence[LevelOutcome]
-) -> dict[str, tuple[float, float]]:
-    """Where the nodes each level weighed lie in the video: the root, candidates, selections."""
-    ids = [memory.root.id]
-    for outcome in levels:
-        ids += [*outcome.candidate_ids, *outcome.selected_ids, *outcome.protected_ids]
-    return {
-        node_id: (memory.time_range(node_id).start, memory.time_range(node_id).end)
-        for node_id in dict.fromkeys(ids)
-        if node_id in memory
-    }
-
-
 def _memory_source(memory: str | Path | VideoMemory) -> str | None:
     return None if isinstance(memory, VideoMemory) else str(Path(memory).resolve())
-
-
-def _answer_degradation(answer: AnswerOutcome) -> list[Degradation]:
-    if answer.source != "fallback":
-        return []
-    why = answer.error or f"no option letter in the reply {answer.raw_answer[:80]!r}"
-    return [
-        Degradation(
-            kind="answer_fallback",
-            level="answer",
-            what=f"answer letter (the first option, {answer.letter}, is a guess)",
-            why=why,
-        )
-    ]

@@ -10,17 +10,28 @@ how the paper's Table 3(b) compares final memories over one fixed exploration.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from videotapestry.agents.state import Degradation, HandoffEntry, LevelOutcome, QuestionInput
+from videotapestry.agents.state import (
+    AnswerOutcome,
+    Degradation,
+    HandoffEntry,
+    LevelOutcome,
+    QuestionInput,
+)
 from videotapestry.errors import VideoTapestryError
 from videotapestry.files import write_atomic
 from videotapestry.images import ImagePart
 from videotapestry.llm.usage import UsageSummary
 from videotapestry.trace import Trace
+
+if TYPE_CHECKING:
+    from videotapestry.assemble import CompositeMemory
+    from videotapestry.llm.service import ModelSession
+    from videotapestry.memory import VideoMemory
 
 TRACE_FORMAT = 2
 
@@ -63,6 +74,63 @@ class Result:
     #: Draws this result for notebooks (``_repr_html_``). The API hands it the trace page's
     #: fragment: the views read results, so a result cannot import them.
     html_view: Callable[[Result], str] | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_run(
+        cls,
+        exploration: Exploration,
+        final_memory: CompositeMemory,
+        answer: AnswerOutcome,
+        session: ModelSession,
+        *,
+        variant: str,
+        memory: VideoMemory,
+        prompt_hashes: Mapping[str, str],
+        elapsed_s: float,
+        reassembled_from: str | None = None,
+        observation_disabled: str | None = None,
+        images: Sequence[ImagePart] = (),
+        html_view: Callable[[Result], str] | None = None,
+    ) -> Result:
+        """The result of answering ``exploration``'s question from ``final_memory``.
+
+        A question answered from the start and a finished exploration answered again under
+        another final memory (``reanswer``) are the same story told with different parts,
+        so both are built here. ``variant`` names the final memory (for a run from the
+        start, the config's variant); ``memory`` is where the nodes the levels examined are
+        looked up; ``session`` holds the model calls this answer made. A fallback answer
+        is added to the exploration's degradations.
+        """
+        question = exploration.question
+        return cls(
+            question_id=question.question_id,
+            question=question.question,
+            options=question.options,
+            answer=answer.letter,
+            reasoning=answer.reasoning,
+            answer_source=answer.source,
+            variant=variant,
+            memory_text=final_memory.text,
+            memory_tokens=final_memory.tokens,
+            handoff_trace=final_memory.handoff_trace,
+            levels=list(exploration.levels),
+            trace=session.trace,
+            usage=session.usage.summary(),
+            prompt_hashes=dict(prompt_hashes),
+            observation_disabled=observation_disabled,
+            elapsed_s=elapsed_s,
+            images=list(images),
+            degraded=[*exploration.degraded, *_answer_degradation(answer)],
+            handoff=list(exploration.handoff),
+            run_id=exploration.run_id,
+            reassembled_from=reassembled_from,
+            memory_source=exploration.memory_source,
+            video_fingerprint=exploration.video_fingerprint,
+            video_path=exploration.video_path,
+            video_duration_s=exploration.video_duration_s,
+            node_times=_node_times(memory, exploration.levels),
+            html_view=html_view,
+        )
 
     @property
     def levels_visited(self) -> list[str]:
@@ -117,9 +185,38 @@ class Result:
         return self.html_view(self) if self.html_view is not None else None
 
 
+def _node_times(
+    memory: VideoMemory, levels: Sequence[LevelOutcome]
+) -> dict[str, tuple[float, float]]:
+    """Where the nodes each level weighed lie in the video: the root, candidates, selections."""
+    ids = [memory.root.id]
+    for outcome in levels:
+        ids += [*outcome.candidate_ids, *outcome.selected_ids, *outcome.protected_ids]
+    return {
+        node_id: (memory.time_range(node_id).start, memory.time_range(node_id).end)
+        for node_id in dict.fromkeys(ids)
+        if node_id in memory
+    }
+
+
+def _answer_degradation(answer: AnswerOutcome) -> list[Degradation]:
+    if answer.source != "fallback":
+        return []
+    why = answer.error or f"no option letter in the reply {answer.raw_answer[:80]!r}"
+    return [
+        Degradation(
+            kind="answer_fallback",
+            level="answer",
+            what=f"answer letter (the first option, {answer.letter}, is a guess)",
+            why=why,
+        )
+    ]
+
+
 @dataclass(frozen=True)
 class Exploration:
-    """A finished run's exploration, as a saved trace holds it: enough to reanswer it."""
+    """What a run's levels found for its question, and where: everything of a result but
+    its final memory and answer. A saved trace holds enough of it to reanswer it."""
 
     question: QuestionInput
     levels: list[LevelOutcome]

@@ -14,9 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
+from videotapestry.commands.common import (
+    EXIT_ERROR,
+    AddConfigOptions,
+    add_executor_options,
+    config_overrides,
+    executor_overrides,
+)
 from videotapestry.errors import VideoTapestryError
 from videotapestry.executors.base import BuildJob, BuildOutcome
 
@@ -24,8 +30,8 @@ VIDEO_SUFFIXES = (".mp4", ".mkv", ".avi", ".mov", ".webm", ".m4v", ".mpg", ".mpe
 EXIT_PARTIAL = 3
 
 
-def add_parser(commands: argparse._SubParsersAction, add_config: Callable) -> None:
-    parser = commands.add_parser(
+def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOptions) -> None:
+    parser = subparsers.add_parser(
         "build-memory",
         help="build a hierarchical memory from a raw video (resumable)",
         description="Build a memory from a video with the configured models. A killed or "
@@ -57,17 +63,10 @@ def add_parser(commands: argparse._SubParsersAction, add_config: Callable) -> No
         metavar="DIR",
         help="also write MemDreamer's released layout (with --videos: DIR/<video stem>/)",
     )
-    parser.add_argument(
-        "--executor",
-        choices=("local", "ray"),
-        help="where the builds run: local (this process, default) or ray (one task per video; "
-        "needs the [ray] extra and output on storage every worker sees)",
-    )
-    parser.add_argument(
-        "--ray-address",
-        metavar="ADDRESS",
-        help="with --executor ray: the cluster (auto, HOST:PORT, ray://HOST:10001); default "
-        "RAY_ADDRESS or a new Ray instance on this machine",
+    add_executor_options(
+        parser,
+        executor_help="where the builds run: local (this process, default) or ray (one task "
+        "per video; needs the [ray] extra and output on storage every worker sees)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--json", action="store_true", help="print the build reports as JSON")
@@ -75,19 +74,13 @@ def add_parser(commands: argparse._SubParsersAction, add_config: Callable) -> No
         "--allow-partial", action="store_true", help="exit 0 even when some clips failed"
     )
     add_config(parser)
+    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     jobs = _jobs(args)
-    overrides = list(args.override)
-    if args.prompts_dir:
-        overrides.append(f"prompts.override_dir={args.prompts_dir}")
-    if args.concurrency is not None:
-        overrides.append(f"builder.concurrency={args.concurrency}")
-    if args.executor:
-        overrides.append(f"executor.kind={args.executor}")
-    if args.ray_address:
-        overrides.append(f"executor.ray.address={args.ray_address}")
+    flags = [] if args.concurrency is None else [f"builder.concurrency={args.concurrency}"]
+    overrides = config_overrides(args, *flags, *executor_overrides(args))
     return _build_all(args, jobs, overrides)
 
 
@@ -193,5 +186,5 @@ def _build_all(args: argparse.Namespace, jobs: list[BuildJob], overrides: list[s
     if args.json:
         print(json.dumps(reports if len(jobs) > 1 else reports[0], ensure_ascii=False))
     if failed:
-        return 2
+        return EXIT_ERROR
     return EXIT_PARTIAL if partial and not args.allow_partial else 0

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-from collections.abc import Callable
 from pathlib import Path
 
+from videotapestry.commands.common import EXIT_DEGRADED, AddConfigOptions, config_overrides
 from videotapestry.demo.runner import (
     DemoOutcome,
     Sample,
@@ -24,11 +24,10 @@ from videotapestry.demo.runner import (
 )
 
 EXIT_WRONG = 1
-EXIT_DEGRADED = 3
 
 
-def add_parser(commands: argparse._SubParsersAction, add_config: Callable) -> None:
-    parser = commands.add_parser(
+def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOptions) -> None:
+    parser = subparsers.add_parser(
         "demo",
         help="build the sample video's memory and answer its questions (offline, no key)",
         description="Build the shipped sample video's memory with the offline model (cached "
@@ -50,6 +49,7 @@ def add_parser(commands: argparse._SubParsersAction, add_config: Callable) -> No
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_config(parser)
+    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,13 +57,12 @@ def run(args: argparse.Namespace) -> int:
 
     sample = _sample(args)
     cache = Path(args.cache_dir) if args.cache_dir else demo_cache_dir()
+    # The demo's cache settings come first, so that ``-o cache...`` still changes them.
     overrides = [
         "cache.enabled=true",
         f"cache.path={cache / 'responses.sqlite'}",
-        *args.override,
+        *config_overrides(args),
     ]
-    if args.prompts_dir:
-        overrides.append(f"prompts.override_dir={args.prompts_dir}")
     profile = args.profile or (None if args.config else "offline")
     vt = VideoTapestry(args.config, profile=profile, overrides=overrides)
     memory_dir = demo_memory_dir(sample.video, cache)

@@ -13,10 +13,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from videotapestry.commands.common import (
+    EXIT_DEGRADED,
+    EXIT_ERROR,
+    AddConfigOptions,
+    add_executor_options,
+    executor_overrides,
+    facade,
+)
 from videotapestry.errors import ConfigError, VideoTapestryError
 
 if TYPE_CHECKING:
@@ -25,8 +33,6 @@ if TYPE_CHECKING:
     from videotapestry.eval.runner import RunOutcome
 
 EXIT_FAILED = 1
-EXIT_ERROR = 2
-EXIT_DEGRADED = 3
 EXIT_INTERRUPTED = 130
 
 VARIANT_HELP = (
@@ -37,10 +43,10 @@ VARIANT_HELP = (
 )
 
 
-def add_parser(commands: argparse._SubParsersAction, add_config: Callable) -> None:
+def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOptions) -> None:
     from videotapestry.eval.datasets import loaders
 
-    parser = commands.add_parser(
+    parser = subparsers.add_parser(
         "eval",
         help="answer a benchmark's questions into a resumable run directory",
         description="Answer a benchmark's questions (Video-MME, LVBench, LongVideoBench, "
@@ -103,18 +109,11 @@ def add_parser(commands: argparse._SubParsersAction, add_config: Callable) -> No
         metavar="N",
         help="questions in flight (default 4; with --executor ray, per worker)",
     )
-    parser.add_argument(
-        "--executor",
-        choices=("local", "ray"),
-        help="where questions are answered: local (this process, default) or ray (workers "
-        "on a Ray cluster, each answering whole videos; needs the [ray] extra, and videos "
-        "and memories on storage every worker sees). Results are written here either way",
-    )
-    parser.add_argument(
-        "--ray-address",
-        metavar="ADDRESS",
-        help="with --executor ray: the cluster (auto, HOST:PORT, ray://HOST:10001); default "
-        "RAY_ADDRESS or a new Ray instance on this machine",
+    add_executor_options(
+        parser,
+        executor_help="where questions are answered: local (this process, default) or ray "
+        "(workers on a Ray cluster, each answering whole videos; needs the [ray] extra, and "
+        "videos and memories on storage every worker sees). Results are written here either way",
     )
     parser.add_argument(
         "--build-missing",
@@ -150,6 +149,7 @@ def add_parser(commands: argparse._SubParsersAction, add_config: Callable) -> No
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     add_config(parser)
+    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -217,21 +217,12 @@ def _ids(values: Sequence[str]) -> set[str]:
 
 
 async def _evaluate(args: argparse.Namespace, questions: list[EvalQuestion]) -> int:
-    from videotapestry.api import VideoTapestry
     from videotapestry.eval.run_writer import RunDirectory, new_run_info
     from videotapestry.eval.runner import EvalRunner, Inputs, RunnerOptions, check_variants
     from videotapestry.executors import make_executor
 
-    overrides = list(args.override)
-    if args.prompts_dir:
-        overrides.append(f"prompts.override_dir={args.prompts_dir}")
-    if args.subtitles:
-        overrides.append("asr.source=subtitles")
-    if args.executor:
-        overrides.append(f"executor.kind={args.executor}")
-    if args.ray_address:
-        overrides.append(f"executor.ray.address={args.ray_address}")
-    vt = VideoTapestry(args.config, profile=args.profile, overrides=overrides)
+    subtitles = ["asr.source=subtitles"] if args.subtitles else []
+    vt = facade(args, *subtitles, *executor_overrides(args))
     variants = check_variants(
         [v for value in args.variant for v in value.split(",")] or [vt.config.variant]
     )

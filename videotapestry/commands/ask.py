@@ -1,0 +1,74 @@
+"""``videotapestry ask``: one question about a video, with a progress display and a saved trace.
+
+Exit status: 0 answered; 2 an error stopped it (bad input, a configuration the server
+rejects, a refused key); 3 answered, but the run lost part of the method
+(``Result.degraded``: ASR or frames lost, a call that took its fallback, a guessed answer),
+each loss printed on stderr; ``--allow-degraded`` turns 3 into 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from videotapestry.commands.common import (
+    EXIT_DEGRADED,
+    AddConfigOptions,
+    default_trace_path,
+    facade,
+    finish,
+    progress_printer,
+)
+
+
+def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOptions) -> None:
+    parser = subparsers.add_parser(
+        "ask", help="answer one multiple-choice question about a video from its memory"
+    )
+    parser.add_argument("video", nargs="?", help="the video file (omit to answer from memory only)")
+    parser.add_argument("--memory", required=True, help="memory directory (native or MemDreamer)")
+    parser.add_argument("--question", required=True)
+    parser.add_argument(
+        "--option", action="append", required=True, metavar='"A. ..."', help="repeat per option"
+    )
+    parser.add_argument("--no-video", action="store_true", help="disable observation")
+    parser.add_argument("--subtitles", metavar="FILE", help="subtitle file (SRT, WebVTT, LVB JSON)")
+    parser.add_argument("--subtitle-offset", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--question-id", help="id for traces (default: a hash of the question)")
+    parser.add_argument(
+        "--trace", metavar="PATH", help="trace JSON (default: ./videotapestry-traces)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument(
+        "--allow-degraded",
+        action="store_true",
+        help=f"exit 0 even when the run lost part of the method (default: exit {EXIT_DEGRADED})",
+    )
+    add_config(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return asyncio.run(_ask(args))
+
+
+async def _ask(args: argparse.Namespace) -> int:
+    flags = ["asr.source=subtitles"] if args.subtitles else []
+    vt = facade(args, *flags)
+    try:
+        result = await vt.aanswer(
+            args.video,
+            args.memory,
+            args.question,
+            args.option,
+            question_id=args.question_id,
+            no_video=args.no_video,
+            subtitle_path=args.subtitles,
+            subtitle_offset_s=args.subtitle_offset,
+            progress=progress_printer(args.quiet),
+        )
+    finally:
+        await vt.aclose()
+    trace_path = result.save_trace(args.trace or default_trace_path(result))
+    return finish(result, trace_path, as_json=args.json, allow_degraded=args.allow_degraded)

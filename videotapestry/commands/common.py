@@ -1,0 +1,196 @@
+"""What several commands share: the config options, the facade built from them, and how an
+answered question is shown.
+
+Every command that reads a configuration takes the same four options, and a command flag that
+stands for a config key (``--prompts-dir``, ``--subtitles``, ``--executor``, ...) is applied as
+one more override after the user's ``-o`` ones, so the flag wins over an ``-o`` of the same key.
+``ask`` and ``reanswer`` print a result the same way and share its exit status: 0 answered,
+3 answered but the run lost part of the method (``Result.degraded``), unless
+``--allow-degraded``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from videotapestry.config import Config, available_profiles, load_config
+from videotapestry.prompts import PromptRegistry
+from videotapestry.question import option_label
+
+if TYPE_CHECKING:
+    from videotapestry.agents.context import ProgressCallback
+    from videotapestry.agents.state import LevelOutcome
+    from videotapestry.api import VideoTapestry
+    from videotapestry.result import Result
+
+#: Our own errors (``VideoTapestryError``): one line on stderr instead of a traceback.
+EXIT_ERROR = 2
+#: Answered, but the run differs from the method (see ``Result.degraded``).
+EXIT_DEGRADED = 3
+
+#: How ``cli`` hands each command the shared config options for its parser.
+AddConfigOptions = Callable[[argparse.ArgumentParser], None]
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", metavar="PATH|NAME", help="YAML config layered on configs/default.yaml"
+    )
+    parser.add_argument(
+        "--profile", help=f"model profile ({', '.join(available_profiles())})", default=None
+    )
+    parser.add_argument(
+        "-o",
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="dotted override, e.g. -o agents.overview.max_frames=60 (repeatable)",
+    )
+    parser.add_argument(
+        "--prompts-dir", metavar="DIR", help="directory of templates overriding shipped ones"
+    )
+
+
+def config_overrides(args: argparse.Namespace, *flag_overrides: str) -> list[str]:
+    """The user's ``-o`` overrides, then ``--prompts-dir`` and the command's own flags."""
+    overrides = list(args.override)
+    if args.prompts_dir:
+        overrides.append(f"prompts.override_dir={args.prompts_dir}")
+    overrides += flag_overrides
+    return overrides
+
+
+def add_executor_options(parser: argparse.ArgumentParser, *, executor_help: str) -> None:
+    """``--executor`` and ``--ray-address``, for the commands that can run on a Ray cluster."""
+    parser.add_argument("--executor", choices=("local", "ray"), help=executor_help)
+    parser.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="with --executor ray: the cluster (auto, HOST:PORT, ray://HOST:10001); default "
+        "RAY_ADDRESS or a new Ray instance on this machine",
+    )
+
+
+def executor_overrides(args: argparse.Namespace) -> list[str]:
+    """The config keys ``add_executor_options``' flags set."""
+    overrides = []
+    if args.executor:
+        overrides.append(f"executor.kind={args.executor}")
+    if args.ray_address:
+        overrides.append(f"executor.ray.address={args.ray_address}")
+    return overrides
+
+
+def config_from(args: argparse.Namespace) -> Config:
+    """The configuration of ``--config``, ``--profile`` and ``-o`` (``--prompts-dir`` left
+    to the prompt registry)."""
+    return load_config(args.config, profile=args.profile, overrides=args.override)
+
+
+def prompt_registry(args: argparse.Namespace) -> PromptRegistry:
+    """Templates from ``--prompts-dir``, else from the config's override directory (the
+    config is only read when the option is absent)."""
+    override = args.prompts_dir or config_from(args).prompts.override_dir
+    return PromptRegistry(override)
+
+
+def facade(args: argparse.Namespace, *flag_overrides: str) -> VideoTapestry:
+    """The facade a question command answers with, configured from its options."""
+    from videotapestry.api import VideoTapestry
+
+    overrides = config_overrides(args, *flag_overrides)
+    return VideoTapestry(args.config, profile=args.profile, overrides=overrides)
+
+
+def progress_printer(quiet: bool) -> ProgressCallback:
+    """Progress lines on stderr: each level's steps, and waits and retries of slow calls."""
+
+    def progress(event: dict[str, Any]) -> None:
+        if quiet:
+            return
+        step = event.get("step")
+        if step in ("waiting", "retry"):
+            what = "waiting for" if step == "waiting" else "retrying"
+            problem = f", last: {event['last_problem']}" if event.get("last_problem") else ""
+            reason = f" after {event['reason']}" if event.get("reason") else ""
+            line = (
+                f"[{event.get('level')}] {event.get('role')}: {what} the model server{reason} "
+                f"(attempt {event.get('attempt')}, {event.get('waited_s')} s{problem})"
+            )
+        else:
+            detail = {k: v for k, v in event.items() if k not in ("level", "step", "agent")}
+            line = f"[{event.get('level')}] {step}" + (f" {detail}" if detail else "")
+        print(line, file=sys.stderr, flush=True)
+
+    return progress
+
+
+def default_trace_path(result: Result) -> Path:
+    """A new file per run, so a rerun of the same question never overwrites a trace."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path("videotapestry-traces") / f"{result.question_id}-{stamp}-{result.run_id[:6]}.json"
+
+
+def level_lines(levels: Sequence[LevelOutcome]) -> list[str]:
+    """One line per visited level: candidates, what it looked at, what it handed on."""
+    lines = []
+    for outcome in levels:
+        handed = "STOP" if outcome.stop else f"-> {', '.join(outcome.selected_ids)}"
+        looks = ", ".join(
+            f"{o.kind} {len(o.frame_times) or o.transcript_lines}"
+            + ("" if o.succeeded else " (failed)")
+            for o in outcome.observations
+        )
+        seen = looks or "no observation"
+        lines.append(
+            f"  {outcome.agent:<16} {len(outcome.candidate_ids)} candidates, {seen}; {handed}"
+        )
+    return lines
+
+
+def finish(result: Result, trace_path: Path, *, as_json: bool, allow_degraded: bool) -> int:
+    """Print one result (text or one JSON line), its degradations, and the exit status."""
+    if as_json:
+        print(json.dumps({**result.to_dict(), "trace_path": str(trace_path)}, ensure_ascii=False))
+    else:
+        chosen = next((o for o in result.options if option_label(o) == result.answer), "")
+        print(f"answer: {result.answer}  {chosen}")
+        print(f"reasoning: {result.reasoning}")
+        for line in level_lines(result.levels):
+            print(line)
+        usage = result.usage
+        cost = (
+            f"cost ${usage.cost_usd:.4f}"
+            if usage.cost_known
+            else f"cost unknown ({usage.unpriced_calls} unpriced calls)"
+        )
+        print(
+            f"calls {usage.calls}, images {usage.images}, tokens {usage.prompt_tokens}/"
+            f"{usage.completion_tokens}, {cost}, memory ≈{result.memory_tokens} tokens, "
+            f"{result.elapsed_s:.1f} s; trace: {trace_path}"
+        )
+        if result.observation_disabled:
+            print(f"observation disabled: {result.observation_disabled}")
+    if not result.degraded:
+        return 0
+    print(
+        f"videotapestry: this run lost part of the method ({len(result.degraded)}):",
+        file=sys.stderr,
+    )
+    for degradation in result.degraded:
+        print(f"  degraded: {degradation.render()}", file=sys.stderr)
+    if allow_degraded:
+        return 0
+    print(
+        f"videotapestry: exiting with status {EXIT_DEGRADED}; pass --allow-degraded to accept "
+        "a degraded answer",
+        file=sys.stderr,
+    )
+    return EXIT_DEGRADED

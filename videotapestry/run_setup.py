@@ -1,0 +1,140 @@
+"""Setting up one question's run: its video decoders, memory, transcript and model session.
+
+Part of the api layer, behind the ``VideoTapestry`` facade; ``agents.context.RunContext`` is
+what it builds. Everything here is file and CPU work (probing and opening the video, loading
+the memory), which the facade runs off the event loop. What made observation or ASR
+unavailable is recorded on the context, never worked around silently: the agents record it as
+a degradation of the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from videotapestry.agents.context import ProgressCallback, RunContext
+from videotapestry.agents.state import QuestionInput
+from videotapestry.asr import TranscriptSource, make_transcript_source
+from videotapestry.memory import VideoMemory
+from videotapestry.memory_cache import MemoryCache
+from videotapestry.video import VideoReader, open_video
+
+if TYPE_CHECKING:
+    from videotapestry.config import AsrConfig, Config
+    from videotapestry.embeddings import Embedder
+    from videotapestry.llm.service import ModelService
+    from videotapestry.prompts import PromptRegistry
+
+
+def open_run_context(
+    video: str | Path | None,
+    memory: str | Path | VideoMemory,
+    item: QuestionInput,
+    *,
+    config: Config,
+    prompts: PromptRegistry,
+    service: ModelService,
+    embedder: Embedder,
+    memories: MemoryCache,
+    no_video: bool,
+    progress: ProgressCallback | None,
+) -> RunContext:
+    """The context one question runs in; its decoders are the caller's to close
+    (``RunContext.close_video``), and are closed here if setting up fails."""
+    disabled = None
+    reader = None
+    if no_video:
+        disabled = "disabled by the caller (--no-video)"
+    elif video is None:
+        disabled = "no video file was given; answering from the stored memory only"
+    else:
+        reader = open_video(video, config.video)
+    video_fp = reader.info.fingerprint if reader is not None else None
+    extra: list[VideoReader] = []
+    try:
+        if reader is not None:
+            # Same backend and probe as the first reader: no second probe or fingerprint,
+            # and every decoder returns identical frames.
+            reopen: Callable[..., VideoReader] = type(reader)
+            extra = [
+                reopen(reader.info.path, config.video, info=reader.info)
+                for _ in range(config.video.parallel_decoders - 1)
+            ]
+        loaded = memories.load(memory, video_fingerprint=video_fp)
+        transcripts, asr_unavailable = _transcripts(
+            config.asr, memories, reader, memory, item, video_fp
+        )
+    except BaseException:
+        for opened in [reader, *extra]:
+            if opened is not None:
+                opened.close()
+        raise
+    ctx = RunContext(
+        config=config,
+        memory=loaded.memory,
+        prompts=prompts,
+        session=service.session(),
+        video=reader,
+        extra_decoders=extra,
+        transcripts=transcripts,
+        embedder=embedder,
+        locator=loaded.locator,
+        evidence=loaded.evidence,
+        observation_disabled=disabled,
+        asr_unavailable=asr_unavailable,
+        progress=progress,
+    )
+    # Waits and retries of slow calls reach the same display as the level steps.
+    ctx.session.progress = lambda event: ctx.report(**event)
+    return ctx
+
+
+def _transcripts(
+    asr: AsrConfig,
+    memories: MemoryCache,
+    reader: VideoReader | None,
+    memory: str | Path | VideoMemory,
+    item: QuestionInput,
+    video_fp: str | None,
+) -> tuple[TranscriptSource | None, str | None]:
+    """(source, why ASR is unavailable). The transcript a built memory stores, unless the
+    question brings subtitles; else subtitles when the config says so (a question without
+    subtitles then has no ASR, which is recorded as a degradation, never a silent switch
+    to Whisper); else one shared Whisper (loaded once) for videos with audio; a video
+    without audio simply has no transcript."""
+    if reader is None:
+        return None, None
+    stored = _memory_transcript(asr, memory, item, video_fp)
+    if stored is not None:
+        return stored, None
+    if asr.source == "subtitles":
+        if not item.subtitle_path:
+            return None, (
+                "asr.source is 'subtitles' but this question has no subtitle file; pass "
+                "--subtitles FILE (subtitle_path=) or set asr.source=whisper"
+            )
+        source = make_transcript_source(
+            asr, subtitle_path=item.subtitle_path, subtitle_offset_s=item.subtitle_offset_s
+        )
+        return source, None
+    if not reader.info.has_audio:
+        return None, None
+    return memories.whisper(), None
+
+
+def _memory_transcript(
+    asr: AsrConfig,
+    memory: str | Path | VideoMemory,
+    item: QuestionInput,
+    video_fp: str | None,
+) -> TranscriptSource | None:
+    """The transcript a built memory stores (``transcript.json``), unless the config says
+    otherwise or the question brings its own subtitles."""
+    if isinstance(memory, VideoMemory) or item.subtitle_path:
+        return None
+    if not asr.memory_transcript:
+        return None
+    from videotapestry.asr.stored import StoredTranscript
+
+    return StoredTranscript.for_memory(memory, expected_fingerprint=video_fp)
