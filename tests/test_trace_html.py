@@ -28,10 +28,12 @@ from videotapestry.agents.state import (
 )
 from videotapestry.assemble import assemble
 from videotapestry.cli import main
+from videotapestry.llm.usage import UsageSummary
 from videotapestry.memory import open_memory
 from videotapestry.result import QuestionFailure, Result
 from videotapestry.testing import FakeOpenAIServer
 from videotapestry.testing.scripted import ScriptedModel
+from videotapestry.trace import Trace
 from videotapestry.views.composite import memory_parts, node_statuses, times_from_memory_text
 from videotapestry.views.thumbnails import from_video
 from videotapestry.views.timeline import (
@@ -44,7 +46,7 @@ from videotapestry.views.timeline import (
     level_spans,
     timeline_duration,
 )
-from videotapestry.views.trace_data import QuestionTrace, load_question_trace
+from videotapestry.views.trace_data import load_question_trace
 from videotapestry.views.trace_html import (
     question_fragment,
     question_page,
@@ -191,7 +193,7 @@ def test_refined_compressed_and_kept_parts_of_an_assembled_memory() -> None:
 # --------------------------------------------------------------------------- escaping
 
 
-def _hostile_trace() -> QuestionTrace:
+def _hostile_trace() -> Result:
     obs = Observation(
         kind="asr", level="super", source_id="A1", instruction=PAYLOAD, windows=[(0.0, 60.0)],
         result=PAYLOAD, uncertainty=PAYLOAD, evidence_lines=[(1.0, 3.0, PAYLOAD)],
@@ -203,14 +205,16 @@ def _hostile_trace() -> QuestionTrace:
         refined={PAYLOAD: PAYLOAD}, static={PAYLOAD: "x"}, observations=[obs],
         plan={"thought": PAYLOAD}, instruction_out=PAYLOAD, reason=PAYLOAD, notes=[PAYLOAD],
     )  # fmt: skip
-    return QuestionTrace(
+    return Result(
         question_id=PAYLOAD, run_id=PAYLOAD, question=PAYLOAD, options=[f"A. {PAYLOAD}"],
         answer="A", reasoning=PAYLOAD, answer_source="answer", variant=PAYLOAD,
         memory_text=f"Video: r [00:00-01:00] {PAYLOAD}\nSuperEvents:\n{PAYLOAD} [00:00-01:00] x",
-        memory_tokens=5, levels=[level],
+        memory_tokens=5, levels=[level], handoff_trace=PAYLOAD, trace=Trace(), prompt_hashes={},
         handoff=[HandoffEntry(agent=PAYLOAD, level="super", instruction=PAYLOAD, stop=False)],
         degraded=[Degradation(kind="asr_lost", level="super", what=PAYLOAD, why=PAYLOAD)],
-        usage={"calls": 1, "cost_usd": None, "by_role": {PAYLOAD: {"calls": 1}}},
+        usage=UsageSummary.from_dict(
+            {"calls": 1, "cost_usd": None, "by_role": {PAYLOAD: {"calls": 1}}}
+        ),
         observation_disabled=PAYLOAD, memory_source=PAYLOAD, video_path=PAYLOAD,
         video_duration_s=60.0, node_times={PAYLOAD: (0.0, 60.0)},
     )  # fmt: skip

@@ -3,8 +3,6 @@ each variant gets and the variants that can be reassembled."""
 
 from __future__ import annotations
 
-import typing
-
 import pytest
 
 from videotapestry import config
@@ -33,10 +31,20 @@ TABLE_3 = {
 }
 
 
-def test_the_table_has_the_config_variants_in_their_order():
-    assert typing.get_args(config.Variant) == VARIANT_NAMES
+def test_the_config_takes_exactly_the_names_of_the_table():
+    for name in VARIANT_NAMES:
+        assert config.validate_config({"variant": name}).variant == name
+    with pytest.raises(ConfigError, match=r"unknown variant 'wo_update'.*single_agent"):
+        config.validate_config({"variant": "wo_update"})
     assert len({v.name for v in VARIANTS}) == len(VARIANTS)
     assert all(v.meaning for v in VARIANTS)
+
+
+def test_each_variant_names_the_model_roles_a_question_calls():
+    assert variant_named("direct").model_roles == ("direct",)
+    assert "controller" in variant_named("single_agent").model_roles
+    assert set(variant_named("full").model_roles) < set(config.MODEL_ROLES)
+    assert "controller" not in variant_named("full").model_roles
 
 
 def test_report_components_are_read_from_the_table():

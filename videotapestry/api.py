@@ -59,18 +59,6 @@ __all__ = [
     "VideoTapestry",
 ]
 
-#: Model roles a question of the method calls (the Direct baseline calls only ``direct``).
-METHOD_ROLES = (
-    "overview",
-    "skim",
-    "focus",
-    "observation",
-    "asr_observation",
-    "update",
-    "decision",
-    "answer",
-)
-
 
 @dataclass(frozen=True)
 class QuestionItem:
@@ -400,7 +388,7 @@ class VideoTapestry:
     # -- internals -------------------------------------------------------------------------
 
     def _roles(self) -> tuple[str, ...]:
-        return METHOD_ROLES if variant_named(self.config.variant).method else ("direct",)
+        return variant_named(self.config.variant).model_roles
 
     def _context(
         self,

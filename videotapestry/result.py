@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from videotapestry.agents.state import (
     AnswerOutcome,
     Degradation,
@@ -26,7 +28,7 @@ from videotapestry.errors import VideoTapestryError
 from videotapestry.files import write_atomic
 from videotapestry.images import ImagePart
 from videotapestry.llm.usage import UsageSummary
-from videotapestry.trace import Trace
+from videotapestry.trace import Trace, TraceEvent
 
 if TYPE_CHECKING:
     from videotapestry.assemble import CompositeMemory
@@ -265,30 +267,57 @@ def read_trace(path: str | Path) -> dict[str, Any]:
     return data
 
 
+def load_result(path: str | Path) -> Result:
+    """A result read back from the trace ``Result.save_trace`` wrote (without the images,
+    which a trace never holds); a clear error for a file that is not one, or is damaged."""
+    data = read_trace(path)
+    try:
+        summary = data["result"]
+        video = data.get("video") or {}
+        trace = Trace()
+        for event in data.get("events", []):
+            trace.add(TraceEvent.model_validate(event))
+        return Result(
+            question_id=summary["question_id"],
+            question=summary["question"],
+            options=list(summary["options"]),
+            answer=summary["answer"],
+            reasoning=summary.get("reasoning", ""),
+            answer_source=summary.get("answer_source", ""),
+            variant=summary.get("variant", ""),
+            memory_text=data.get("memory_text", ""),
+            memory_tokens=summary.get("memory_tokens", 0),
+            handoff_trace=summary.get("handoff_trace", ""),
+            levels=[LevelOutcome.model_validate(item) for item in data["levels"]],
+            trace=trace,
+            usage=UsageSummary.from_dict(summary.get("usage") or {}),
+            prompt_hashes=dict(summary.get("prompt_hashes") or {}),
+            observation_disabled=summary.get("observation_disabled"),
+            elapsed_s=summary.get("elapsed_s", 0.0),
+            degraded=[Degradation.model_validate(d) for d in summary.get("degraded", [])],
+            handoff=[HandoffEntry.model_validate(item) for item in data["handoff"]],
+            run_id=summary.get("run_id", ""),
+            reassembled_from=summary.get("reassembled_from"),
+            memory_source=data.get("memory_source"),
+            video_fingerprint=data.get("video_fingerprint"),
+            video_path=video.get("path"),
+            video_duration_s=video.get("duration_s"),
+            node_times={
+                node: (float(span[0]), float(span[1]))
+                for node, span in (data.get("node_times") or {}).items()
+            },
+        )
+    except (KeyError, TypeError, ValueError, IndexError, ValidationError) as exc:
+        problem = " ".join(str(exc).split())[:300]
+        raise VideoTapestryError(
+            f"trace {path} is damaged or incomplete ({type(exc).__name__}: {problem}); rerun the "
+            "question to save a new one"
+        ) from None
+
+
 def load_exploration(path: str | Path) -> Exploration:
     """Read a trace saved by ``Result.save_trace`` back into an ``Exploration``."""
-    data = read_trace(path)
-    summary = data["result"]
-    return Exploration(
-        question=QuestionInput(
-            question=summary["question"],
-            options=summary["options"],
-            question_id=summary["question_id"],
-        ),
-        levels=[LevelOutcome.model_validate(item) for item in data["levels"]],
-        handoff=[HandoffEntry.model_validate(item) for item in data["handoff"]],
-        variant=summary["variant"],
-        run_id=summary.get("run_id", ""),
-        memory_source=data.get("memory_source"),
-        video_fingerprint=data.get("video_fingerprint"),
-        degraded=[
-            Degradation.model_validate(d)
-            for d in summary.get("degraded", [])
-            if d.get("level") != "answer"
-        ],
-        video_path=(data.get("video") or {}).get("path"),
-        video_duration_s=(data.get("video") or {}).get("duration_s"),
-    )
+    return Exploration.of(load_result(path))
 
 
 @dataclass(frozen=True)

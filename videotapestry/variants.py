@@ -4,8 +4,8 @@ Every place that behaves differently per variant asks a ``Variant`` record what 
 turns off or which memory its Answer agent reads, instead of comparing names: the graph
 (which agents run), the run context (which tools are on), ``assemble`` (what goes into the
 final memory), the API (what can be reassembled, which model roles a question calls) and
-eval (which variants ride on the full run, the report's component columns). A new variant
-is one row here, plus its name in ``config.Variant``.
+eval (which variants ride on the full run, the report's component columns); the config
+accepts exactly the names of this table. A new variant is one row here.
 
 This module sits in the base layer: it imports nothing above ``videotapestry.errors``.
 """
@@ -16,6 +16,23 @@ from dataclasses import dataclass
 from typing import Literal
 
 from videotapestry.errors import ConfigError
+
+#: The model roles one question of the three-agent method calls (``config.MODEL_ROLES`` adds
+#: the single agent's controller, the Direct baseline's role and the builder's roles).
+METHOD_ROLES: tuple[str, ...] = (
+    "overview",  # Overview agent planning (Super level) and the ASR planner
+    "skim",  # Skim agent planning (Macro level)
+    "focus",  # Focus agent planning (Subgraph level)
+    "observation",  # visual observation tool
+    "asr_observation",  # ASR observation tool (never sees the question)
+    "update",  # memory update tool
+    "decision",  # level decisions
+    "answer",  # final Answer agent
+)
+#: The single-agent ablation's one controller.
+CONTROLLER_ROLE = "controller"
+#: The Direct baseline (uniform frames straight to the VLM).
+DIRECT_ROLE = "direct"
 
 #: The memory the Answer agent reads: the refined Super scaffold with the refined
 #: Macro/Subgraph paths under their parents (``composite``), one of those two parts alone,
@@ -68,6 +85,13 @@ class Variant:
     @property
     def rewrites_nodes(self) -> bool:
         return self.method and self.explores and self.rewrites
+
+    @property
+    def model_roles(self) -> tuple[str, ...]:
+        """The model roles one question of this variant calls, whose keys must be there."""
+        if not self.method:
+            return (DIRECT_ROLE,)
+        return (*METHOD_ROLES, CONTROLLER_ROLE) if self.single_controller else METHOD_ROLES
 
     @property
     def reads_refined_memory(self) -> bool:

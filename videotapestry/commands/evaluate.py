@@ -26,6 +26,7 @@ from videotapestry.commands.common import (
     facade,
 )
 from videotapestry.errors import ConfigError, VideoTapestryError
+from videotapestry.variants import VARIANTS
 
 if TYPE_CHECKING:
     from videotapestry.eval.questions import EvalQuestion
@@ -36,10 +37,12 @@ EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
 
 VARIANT_HELP = (
-    "comma-separated variants to run (repeatable): full, wo_visual, wo_asr, append_only, "
-    "single_agent, static_memory, direct; refined_super_only and refined_paths_only are "
-    "reassembled from full's exploration (one Answer call each; full must be in the list). "
-    "Default: the config's variant"
+    "comma-separated variants to run (repeatable): "
+    + ", ".join(v.name for v in VARIANTS if v.reassembled_from is None)
+    + "; "
+    + " and ".join(v.name for v in VARIANTS if v.reassembled_from is not None)
+    + " are reassembled from full's exploration (one Answer call each; full must be in the "
+    "list). Default: the config's variant"
 )
 
 

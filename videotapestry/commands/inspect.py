@@ -83,7 +83,7 @@ def _inspect_trace(args: argparse.Namespace) -> int:
         print(line)
     for degradation in trace.degraded:
         print(f"  degraded: {degradation.render()}")
-    usage = trace.usage
+    usage = trace.usage.to_dict()
     cost = "unknown" if usage.get("cost_usd") is None else f"${usage['cost_usd']:.4f}"
     print(
         f"calls {usage.get('calls', 0)}, images {usage.get('images', 0)}, tokens "

@@ -12,6 +12,7 @@ import asyncio
 from pathlib import Path
 
 from videotapestry.commands.common import AddConfigOptions, facade, finish
+from videotapestry.variants import REASSEMBLY_VARIANTS
 
 
 def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOptions) -> None:
@@ -24,7 +25,7 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         "--variant",
         action="append",
         required=True,
-        choices=("full", "refined_super_only", "refined_paths_only"),
+        choices=REASSEMBLY_VARIANTS,
         help="final memory to build from the saved exploration (repeatable)",
     )
     parser.add_argument("--memory", help="memory directory (default: the one the run used)")

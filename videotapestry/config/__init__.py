@@ -54,7 +54,7 @@ from videotapestry.config.models import (
 )
 from videotapestry.config.renames import RENAMED_KEYS, RenamedKey
 from videotapestry.config.retrieval import EmbeddingConfig, EvidenceConfig
-from videotapestry.config.run import Config, PromptsConfig, Variant
+from videotapestry.config.run import Config, PromptsConfig, VariantName
 from videotapestry.config.video import ImagesConfig, VideoConfig
 
 __all__ = [
@@ -96,7 +96,7 @@ __all__ = [
     "RoleModels",
     "SingleAgentSettings",
     "StrictModel",
-    "Variant",
+    "VariantName",
     "VideoConfig",
     "available_profiles",
     "deep_merge",

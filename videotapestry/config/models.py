@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, create_model
 from videotapestry.config.base import StrictModel, user_cache_dir
 from videotapestry.config.renames import renamed_role
 from videotapestry.errors import ConfigError
+from videotapestry.variants import CONTROLLER_ROLE, DIRECT_ROLE, METHOD_ROLES
 
 #: The memory builder's roles: one per builder prompt and named as the prompt, so
 #: ``models.roles.<prompt name>`` sets the model of that step of a build.
@@ -29,19 +30,8 @@ BUILDER_ROLES: tuple[str, ...] = (
 )
 
 #: Every call site that talks to a model has one of these roles; each can get its own model.
-MODEL_ROLES: tuple[str, ...] = (
-    "overview",  # Overview agent planning (Super level) and the ASR planner
-    "controller",  # the single-agent ablation's one controller
-    "skim",  # Skim agent planning (Macro level)
-    "focus",  # Focus agent planning (Subgraph level)
-    "observation",  # visual observation tool
-    "asr_observation",  # ASR observation tool (never sees the question)
-    "update",  # memory update tool
-    "decision",  # level decisions
-    "answer",  # final Answer agent
-    "direct",  # Direct baseline (uniform frames straight to the VLM)
-    *BUILDER_ROLES,
-)
+#: The method's roles and what each does are listed with the variants that call them.
+MODEL_ROLES: tuple[str, ...] = (*METHOD_ROLES, CONTROLLER_ROLE, DIRECT_ROLE, *BUILDER_ROLES)
 
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 JsonMode = Literal["auto", "json_schema", "json_object", "prompt"]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated
 
 import yaml
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from videotapestry.config.agents import AgentsConfig
 from videotapestry.config.asr import AsrConfig
@@ -15,6 +15,8 @@ from videotapestry.config.executor import ExecutorConfig
 from videotapestry.config.models import CacheConfig, ModelsConfig, Price
 from videotapestry.config.retrieval import EmbeddingConfig, EvidenceConfig
 from videotapestry.config.video import ImagesConfig, VideoConfig
+from videotapestry.errors import ConfigError
+from videotapestry.variants import VARIANT_NAMES, variant_named
 
 
 class PromptsConfig(StrictModel):
@@ -25,25 +27,26 @@ class PromptsConfig(StrictModel):
     )
 
 
-#: The method and its ablations (paper Table 3, SPEC §5); PACE-Mem switches are in ``evidence``.
-Variant = Literal[
-    "full",  # VideoTapestry
-    "wo_visual",  # no visual observation at any level
-    "wo_asr",  # no ASR planning or transcript observation
-    "append_only",  # observations kept as a flat evidence log; no node rewrites
-    "single_agent",  # one controller for all levels, same budgets, one shared context
-    "static_memory",  # hierarchical retrieval only: no observation, update or compression
-    "refined_super_only",  # full exploration; the Answer agent sees only the Super scaffold
-    "refined_paths_only",  # full exploration; only the refined Macro/Subgraph paths
-    "direct",  # uniformly sampled frames straight to the model (the Direct baseline)
-]
+def _known_variant(name: str) -> str:
+    try:
+        variant_named(name)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    return name
+
+
+#: The method or one of its ablations: a name of ``videotapestry.variants.VARIANTS`` (paper
+#: Table 3, SPEC §5); PACE-Mem's own switches are in ``evidence``.
+VariantName = Annotated[str, AfterValidator(_known_variant)]
 
 
 class Config(StrictModel):
     """Everything a run needs to know, validated once at start-up."""
 
     profile: str | None = None
-    variant: Variant = "full"
+    variant: VariantName = Field(
+        "full", description="the method or an ablation: " + ", ".join(VARIANT_NAMES)
+    )
     models: ModelsConfig = ModelsConfig()
     pricing: dict[str, Price] = Field(default_factory=dict)
     cache: CacheConfig = CacheConfig()

@@ -37,7 +37,7 @@ class RunStoppedError(VideoTapestryError):
 
 
 @dataclass(frozen=True)
-class Prepared:
+class QuestionFiles:
     """A question's checked inputs: its video (None with --no-video), memory and subtitles."""
 
     video: Path | None
@@ -112,7 +112,7 @@ class Answerer(Protocol):
         self,
         question: EvalQuestion,
         variants: tuple[str, ...],
-        prepared: Prepared,
+        prepared: QuestionFiles,
         saved: Path | Exploration | None,
         emit: Emit,
     ) -> None: ...
@@ -156,7 +156,7 @@ class LocalAnswerer:
         self,
         question: EvalQuestion,
         variants: tuple[str, ...],
-        prepared: Prepared,
+        prepared: QuestionFiles,
         saved: Path | Exploration | None,
         emit: Emit,
     ) -> None:
@@ -185,7 +185,7 @@ class LocalAnswerer:
         self.base.release_memory(memory)
 
     async def _ask(
-        self, question: EvalQuestion, variant: str, prepared: Prepared
+        self, question: EvalQuestion, variant: str, prepared: QuestionFiles
     ) -> VariantOutcome:
         vt = self._vts[variant]
         started = time.perf_counter()
@@ -208,7 +208,7 @@ class LocalAnswerer:
         return VariantOutcome(variant, result=result)
 
     async def _reassemble(
-        self, variant: str, source: Result | Path | Exploration, prepared: Prepared
+        self, variant: str, source: Result | Path | Exploration, prepared: QuestionFiles
     ) -> VariantOutcome:
         started = time.perf_counter()
         source_variant = variant_named(variant).reassembled_from
@@ -229,7 +229,7 @@ class LocalAnswerer:
             )
         return VariantOutcome(variant, result=result, reassembled_from=source_variant)
 
-    async def _load(self, prepared: Prepared) -> None:
+    async def _load(self, prepared: QuestionFiles) -> None:
         """Load (parse, embed, pack) a memory off the event loop, once for all variants and
         questions of its video; ``aanswer`` then finds it loaded instead of blocking every
         question in flight while it loads. Loads run one at a time, in the order questions
@@ -244,7 +244,7 @@ class LocalAnswerer:
         await asyncio.shield(future)
 
 
-def _load_memory(vt: VideoTapestry, prepared: Prepared) -> None:
+def _load_memory(vt: VideoTapestry, prepared: QuestionFiles) -> None:
     from videotapestry.video import fingerprint
 
     video_fingerprint = fingerprint(prepared.video) if prepared.video is not None else None

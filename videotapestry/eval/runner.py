@@ -61,7 +61,7 @@ from videotapestry.eval.answering import (
     Answerer,
     Failure,
     LocalAnswerer,
-    Prepared,
+    QuestionFiles,
     RunStoppedError,
     VariantOutcome,
 )
@@ -296,19 +296,11 @@ class EvalRunner:
         )
 
     def _roles(self, plan: _Plan) -> tuple[str, ...]:
-        from videotapestry.api import METHOD_ROLES
-
         variants = {v for _, group in plan.groups for v in group}
         roles: set[str] = set()
         for row in map(variant_named, variants):
-            if not row.method:
-                roles.add("direct")
-            elif row.single_controller:
-                roles.update((*METHOD_ROLES, "controller"))
-            elif row.reassembled_from is not None:
-                roles.add("answer")
-            else:
-                roles.update(METHOD_ROLES)
+            # A reassembled variant only asks the Answer agent again.
+            roles.update(("answer",) if row.reassembled_from is not None else row.model_roles)
         if self.options.build_missing and any(
             not _has_memory(self.inputs.memory(q)) for q, _ in plan.groups
         ):
@@ -343,7 +335,7 @@ class EvalRunner:
                 self._answerer.release(memory)
 
     async def _dispatch(
-        self, question: EvalQuestion, variants: tuple[str, ...], prepared: Prepared
+        self, question: EvalQuestion, variants: tuple[str, ...], prepared: QuestionFiles
     ) -> None:
         """Answer one slot's variants where the answerer runs them; record each outcome.
 
@@ -383,7 +375,7 @@ class EvalRunner:
             assert outcome.failure is not None
             await self._fail(question, outcome.variant, outcome.failure, outcome.elapsed_s)
 
-    async def _prepare(self, question: EvalQuestion) -> Prepared:
+    async def _prepare(self, question: EvalQuestion) -> QuestionFiles:
         video = self.inputs.video(question)
         if video is not None and not video.is_file():
             raise MissingVideoError(f"video {video} does not exist (question {question.id})")
@@ -401,7 +393,7 @@ class EvalRunner:
             # A question's subtitles replace the memory's stored transcript and Whisper only
             # when the config says so (asr.source=subtitles, which --subtitles sets).
             subtitles = None
-        return Prepared(video, memory, subtitles)
+        return QuestionFiles(video, memory, subtitles)
 
     async def _build(self, video: Path, memory: Path, subtitles: Path | None) -> None:
         """Build ``memory`` once; every question of the video awaits the same build."""

@@ -45,7 +45,7 @@ from videotapestry.executors.base import (
 
 if TYPE_CHECKING:
     from videotapestry.api import VideoTapestry
-    from videotapestry.eval.answering import Emit, Prepared
+    from videotapestry.eval.answering import Emit, QuestionFiles
     from videotapestry.eval.questions import EvalQuestion
     from videotapestry.result import Exploration
 
@@ -320,7 +320,7 @@ class RayAnswerer:
         self,
         question: EvalQuestion,
         variants: tuple[str, ...],
-        prepared: Prepared,
+        prepared: QuestionFiles,
         saved: Path | Exploration | None,
         emit: Emit,
     ) -> None:

@@ -16,7 +16,7 @@ from videotapestry.executors.base import BuildJob, BuildOutcome
 
 if TYPE_CHECKING:
     from memory_builders.builder import MemoryBuilder
-    from videotapestry.eval.answering import Prepared, VariantOutcome
+    from videotapestry.eval.answering import QuestionFiles, VariantOutcome
     from videotapestry.eval.questions import EvalQuestion
     from videotapestry.result import Exploration
 
@@ -119,7 +119,7 @@ class EvalWorker:
         self,
         question: EvalQuestion,
         variants: tuple[str, ...],
-        prepared: Prepared,
+        prepared: QuestionFiles,
         saved: Exploration | None,
     ) -> list[VariantOutcome]:
         outcomes: list[VariantOutcome] = []

@@ -12,6 +12,7 @@ import contextlib
 import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from videotapestry.config import Price
 
@@ -75,6 +76,24 @@ class UsageSummary:
         if not self.by_role:
             del data["by_role"]
         return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> UsageSummary:
+        """The summary ``to_dict`` wrote (a saved trace's); ``to_dict`` of it gives it back."""
+        return cls(
+            calls=data.get("calls", 0),
+            cached_calls=data.get("cached_calls", 0),
+            failed_calls=data.get("failed_calls", 0),
+            prompt_tokens=data.get("prompt_tokens", 0),
+            completion_tokens=data.get("completion_tokens", 0),
+            images=data.get("images", 0),
+            latency_s=data.get("latency_s", 0.0),
+            cost_usd=data.get("priced_cost_usd", data.get("cost_usd") or 0.0),
+            unpriced_calls=data.get("unpriced_calls", 0),
+            by_role={
+                role: cls.from_dict(summary) for role, summary in data.get("by_role", {}).items()
+            },
+        )
 
 
 class PriceTable:

@@ -32,7 +32,7 @@ from videotapestry.views.timeline import (
     timeline_legend,
     timeline_svg,
 )
-from videotapestry.views.trace_data import QuestionTrace, load_question_trace
+from videotapestry.views.trace_data import load_question_trace, with_node_times
 
 _CSS = """
 .vt-trace .vt-options { list-style: none; padding-left: 1.2em; }
@@ -102,7 +102,7 @@ _PART_LEGEND = (
 # --------------------------------------------------------------------------- sections
 
 
-def _header(trace: QuestionTrace) -> str:
+def _header(trace: Result) -> str:
     options = "".join(
         f'<li class="{"vt-chosen" if option_label(option) == trace.answer else ""}">'
         f"{esc(option)}</li>"
@@ -128,7 +128,7 @@ def _header(trace: QuestionTrace) -> str:
     )
 
 
-def _alerts(trace: QuestionTrace) -> str:
+def _alerts(trace: Result) -> str:
     parts = []
     if trace.observation_disabled:
         parts.append(f"<p><b>Observation disabled:</b> {esc(trace.observation_disabled)}</p>")
@@ -141,7 +141,7 @@ def _alerts(trace: QuestionTrace) -> str:
     return f'<div class="vt-alert">{"".join(parts)}</div>' if parts else ""
 
 
-def _timeline(trace: QuestionTrace) -> str:
+def _timeline(trace: Result) -> str:
     lanes = [(outcome.level, level_spans(outcome, trace.node_times)) for outcome in trace.levels]
     duration = timeline_duration(trace.video_duration_s, lanes)
     head = "<h2>Timeline</h2>"
@@ -309,7 +309,7 @@ def _level(outcome: LevelOutcome, thumbnails: Thumbnails) -> str:
     return "".join(parts)
 
 
-def _levels(trace: QuestionTrace, thumbnails: Thumbnails) -> str:
+def _levels(trace: Result, thumbnails: Thumbnails) -> str:
     head = "<h2>What each level did</h2>"
     if image_refs(trace.levels):
         if thumbnails.missing:
@@ -322,7 +322,7 @@ def _levels(trace: QuestionTrace, thumbnails: Thumbnails) -> str:
     return head + "".join(_level(outcome, thumbnails) for outcome in trace.levels)
 
 
-def _memory(trace: QuestionTrace) -> str:
+def _memory(trace: Result) -> str:
     names: dict[str, str] = {outcome.level: outcome.agent for outcome in trace.levels}
     legend = "".join(
         f'<span class="vt-chip vt-mp vt-mp-{status}">{esc(text)}</span> '
@@ -348,7 +348,7 @@ def _memory(trace: QuestionTrace) -> str:
     )
 
 
-def _handoff(trace: QuestionTrace) -> str:
+def _handoff(trace: Result) -> str:
     if not trace.handoff:
         return '<h2>Handoff trace</h2><p class="muted">No level handed anything on.</p>'
     items = "".join(
@@ -367,8 +367,8 @@ def _cost(usage: dict) -> str:
     return f"${usage['cost_usd']:.4f}"
 
 
-def _usage(trace: QuestionTrace) -> str:
-    usage = trace.usage
+def _usage(trace: Result) -> str:
+    usage = trace.usage.to_dict()
     line = (
         f"<p>{usage.get('calls', 0)} calls ({usage.get('cached_calls', 0)} cached, "
         f"{usage.get('failed_calls', 0)} failed), {usage.get('images', 0)} images, "
@@ -391,11 +391,12 @@ def _usage(trace: QuestionTrace) -> str:
     return f"<h2>Usage</h2>{line}{table}{_calls(trace)}"
 
 
-def _calls(trace: QuestionTrace) -> str:
-    if not trace.events:
+def _calls(trace: Result) -> str:
+    events = trace.trace.events
+    if not events:
         return ""
     rows = []
-    for index, event in enumerate(trace.events, 1):
+    for index, event in enumerate(events, 1):
         usage = event.usage or {}
         tokens = (
             f"{usage.get('prompt_tokens', '')}/{usage.get('completion_tokens', '')}"
@@ -419,7 +420,7 @@ def _calls(trace: QuestionTrace) -> str:
 # --------------------------------------------------------------------------- pages
 
 
-def question_body(trace: QuestionTrace, thumbnails: Thumbnails | None = None) -> str:
+def question_body(trace: Result, thumbnails: Thumbnails | None = None) -> str:
     """The page's content (no document around it)."""
     thumbnails = thumbnails or Thumbnails(missing="no pictures were supplied")
     return (
@@ -435,7 +436,7 @@ def question_body(trace: QuestionTrace, thumbnails: Thumbnails | None = None) ->
     )
 
 
-def question_page(trace: QuestionTrace, thumbnails: Thumbnails | None = None) -> str:
+def question_page(trace: Result, thumbnails: Thumbnails | None = None) -> str:
     """A standalone page (inline styles, one small script, nothing loaded)."""
     toggle = '<p><button id="vt-toggle" type="button" hidden>expand / collapse all</button></p>'
     title = f"{trace.question_id}: {trace.question}"
@@ -444,13 +445,13 @@ def question_page(trace: QuestionTrace, thumbnails: Thumbnails | None = None) ->
     )
 
 
-def question_fragment(trace: QuestionTrace, thumbnails: Thumbnails | None = None) -> str:
+def question_fragment(trace: Result, thumbnails: Thumbnails | None = None) -> str:
     """The same content for a notebook cell (scoped styles, no script)."""
     return html_fragment(question_body(trace, thumbnails), css=_CSS)
 
 
 def thumbnails_for(
-    trace: QuestionTrace,
+    trace: Result,
     *,
     video: str | Path | None = None,
     images: Sequence[ImagePart] = (),
@@ -479,7 +480,7 @@ def thumbnails_for(
 
 def result_fragment(result: Result) -> str:
     """A notebook cell's view of a live result: its kept images, or placeholders saying why."""
-    trace = QuestionTrace.of(result)
+    trace = with_node_times(result)
     refs = image_refs(trace.levels)
     thumbnails = from_images(result.images, refs) if result.images else Thumbnails()
     if refs and not result.images:
@@ -492,7 +493,7 @@ def result_fragment(result: Result) -> str:
 
 def result_html(result: Result, *, video: str | Path | None = None) -> str:
     """A standalone page for a live result (its kept images, else frames from the video)."""
-    trace = QuestionTrace.of(result)
+    trace = with_node_times(result)
     return question_page(trace, thumbnails_for(trace, video=video, images=result.images))
 
 
