@@ -395,13 +395,13 @@ def make_actions_query(rng: random.Random) -> Query:
 
 
 @dataclass
-class QuestionFiles:
+class Prepared:
     query: Query
     packed: PackedClips
     vectors: dict[bool, np.ndarray]  # by query_options
 
 
-def build_split(seed: int, count: int, base: EvidenceConfig) -> list[QuestionFiles]:
+def build_split(seed: int, count: int, base: EvidenceConfig) -> list[Prepared]:
     """``count`` queries, the three families in equal turns, embedded and packed."""
     rng = random.Random(seed)
     queries = []
@@ -426,11 +426,11 @@ def build_split(seed: int, count: int, base: EvidenceConfig) -> list[QuestionFil
             clips, duplicate_threshold=base.duplicate_threshold, length_unit=base.length_unit
         )
         by_flag = {flag: vectors[query_texts[index, flag]] for flag in (False, True)}
-        prepared.append(QuestionFiles(query, packed, by_flag))
+        prepared.append(Prepared(query, packed, by_flag))
     return prepared
 
 
-def evaluate(split: list[QuestionFiles], config: EvidenceConfig) -> dict[str, np.ndarray]:
+def evaluate(split: list[Prepared], config: EvidenceConfig) -> dict[str, np.ndarray]:
     """Per-query figures for one configuration (``query_options`` picks the query vector)."""
     rows: dict[str, list[float]] = {"facts": [], "recall": [], "macros": [], "relevant": [],
                                     "depth": []}  # fmt: skip
@@ -455,7 +455,7 @@ def evaluate(split: list[QuestionFiles], config: EvidenceConfig) -> dict[str, np
     return {key: np.array(values, dtype=float) for key, values in rows.items()}
 
 
-def joint_curve(split: list[QuestionFiles], base: EvidenceConfig, options: bool) -> dict[int, float]:
+def joint_curve(split: list[Prepared], base: EvidenceConfig, options: bool) -> dict[int, float]:
     """Mean recall of the joint pick order (MMR, or relevance order under mmr=false, top_k and
     adaptive_k) cut at each fixed depth: the depth-matched yardstick."""
     method = "top_k" if base.method == "adaptive_k" else base.method
@@ -479,7 +479,7 @@ def modes(base: EvidenceConfig) -> dict[str, EvidenceConfig]:
     }
 
 
-def report(title: str, split: list[QuestionFiles], base: EvidenceConfig) -> dict[str, dict]:
+def report(title: str, split: list[Prepared], base: EvidenceConfig) -> dict[str, dict]:
     results = {name: evaluate(split, config) for name, config in modes(base).items()}
     curves = {flag: joint_curve(split, base, flag) for flag in (False, True)}
     families = np.array([item.query.family for item in split])
