@@ -41,8 +41,8 @@ from videotapestry.offline.prompt_reading import (
     seconds,
     section,
 )
-from videotapestry.offline.query_roles import readings
-from videotapestry.timecode import format_timestamp
+from videotapestry.offline.screen_text import readings
+from videotapestry.offline.timestamps import clock
 
 MAX_TEXTS_PER_CLIP = 8
 MAX_SPEECH_EVENTS = 6
@@ -52,10 +52,6 @@ _GENERIC = """man woman person people guy girl boy child kid lady gentleman chef
     the a an mr mrs ms dr"""
 GENERIC_NAMES = frozenset(fold(w) for w in re.findall(r"\w+", _GENERIC))
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
-
-
-def clock(t: float) -> str:
-    return format_timestamp(max(0.0, t))
 
 
 @dataclass(frozen=True)
@@ -471,13 +467,3 @@ def builder_root(view: PromptView, perception: Perception) -> dict:
 _DULL = frozenset(
     fold(w) for w in ("showing", "screen", "shows", "someone", "says", "speech", "stretch", "from")
 )
-
-
-RULES = {
-    "builder_clip": builder_clip,
-    "builder_macro_boundaries": builder_macro_boundaries,
-    "builder_macro": builder_macro,
-    "builder_entity_merge": builder_entity_merge,
-    "builder_super": builder_super,
-    "builder_root": builder_root,
-}
