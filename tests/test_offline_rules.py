@@ -35,7 +35,8 @@ from videotapestry.offline.prompt_reading import (
     read_transcript,
     section,
 )
-from videotapestry.offline.query_roles import merge_ranges, readings
+from videotapestry.offline.query_roles.planning import merge_ranges
+from videotapestry.offline.screen_text import readings
 from videotapestry.video.encoding import frame_images, overview_images
 from videotapestry.video.reader import Frame
 

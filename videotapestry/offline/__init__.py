@@ -12,9 +12,17 @@ Every reply is computed from the request by a rule a reader can follow (the modu
 say which), is valid against the prompt's schema, and is deterministic: the same request
 gets byte-identical JSON.
 
-Modules: ``client`` (the ``ModelClient`` and its factory), ``reading`` (parsing the rendered
-prompt), ``seeing`` (OCR of images and grid cells, embeddings), ``matching`` (lexical and
-embedding scores), ``query_roles`` and ``builder_roles`` (one rule per prompt).
+Modules: ``client`` (the ``ModelClient`` and its factory), ``rule_table`` (which rule
+answers which prompt), ``prompt_reading`` (parsing the rendered prompt), ``perception`` (OCR
+of images and grid cells, embeddings), ``screen_text`` (texts read over runs of frames),
+``matching`` (lexical and embedding scores), ``temporal`` (the rule for questions about
+*when*), ``timestamps`` (times as replies write them), ``query_roles/`` (the rules for the
+method's prompts, one module per prompt family, with the model's own reading of the
+question) and ``builder_roles`` (the rules for the memory builder's prompts).
+
+The package reads everything from the prompt: it imports none of the method (agents,
+graph, retrieval, ...) nor the memory builder, so the method is never checked against its
+own code (an import-linter contract in ``pyproject.toml`` keeps it so).
 
 Use it with ``--profile offline`` (``configs/profiles/offline.yaml``): provider ``offline``,
 model ``offline-rules``.

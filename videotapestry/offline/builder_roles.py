@@ -41,8 +41,8 @@ from videotapestry.offline.prompt_reading import (
     seconds,
     section,
 )
-from videotapestry.offline.query_roles import readings
-from videotapestry.timecode import format_timestamp
+from videotapestry.offline.screen_text import readings
+from videotapestry.offline.timestamps import clock
 
 MAX_TEXTS_PER_CLIP = 8
 MAX_SPEECH_EVENTS = 6
@@ -54,10 +54,6 @@ GENERIC_NAMES = frozenset(fold(w) for w in re.findall(r"\w+", _GENERIC))
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 
 
-def clock(t: float) -> str:
-    return format_timestamp(max(0.0, t))
-
-
 @dataclass(frozen=True)
 class ClipText:
     text: str
@@ -65,7 +61,7 @@ class ClipText:
     end: float
 
 
-def _distinct(items: Sequence[ClipText]) -> list[ClipText]:
+def _one_per_text(items: Sequence[ClipText]) -> list[ClipText]:
     """One entry per text (same letters and digits, OCR confusions folded), first seen
     first, spanning every sighting."""
     merged: dict[str, ClipText] = {}
@@ -101,11 +97,15 @@ def builder_clip(view: PromptView, perception: Perception) -> dict:
             ClipText(r.text, r.start, r.end)
             for r in readings(perception.read(view.images, grid_shape_hint(user)))
         ]
-    texts = _distinct(ocr)
+    texts = _one_per_text(ocr)
     texts = sorted(texts, key=lambda t: (-(t.end - t.start), t.start))[:MAX_TEXTS_PER_CLIP]
     texts = sorted(texts, key=lambda t: (t.start, t.text))
-    entities, events, on_screen = [], [], []
+    entities: list[dict[str, object]] = []
+    events: list[dict[str, object]] = []
+    on_screen: list[dict[str, object]] = []
+    by_name: dict[str, str] = {}  # entity name -> id
     for number, item in enumerate(texts, start=1):
+        by_name[item.text] = f"e{number}"
         entities.append(
             {
                 "id": f"e{number}",
@@ -135,13 +135,13 @@ def builder_clip(view: PromptView, perception: Perception) -> dict:
             }
         )
     names: dict[str, str] = {}
+    shown = {compact(t.text) for t in texts}
     for line in speech:
         for name in _NAME.findall(line.text):
-            if fold(name) not in STOPWORDS and compact(name) not in {
-                compact(e["name"]) for e in entities
-            }:
+            if fold(name) not in STOPWORDS and compact(name) not in shown:
                 names.setdefault(name, clock(line.start))
     for name, when in names.items():
+        by_name[name] = f"e{len(entities) + 1}"
         entities.append(
             {
                 "id": f"e{len(entities) + 1}",
@@ -152,7 +152,6 @@ def builder_clip(view: PromptView, perception: Perception) -> dict:
                 "seen_at": when,
             }
         )
-    by_name = {e["name"]: e["id"] for e in entities}
     # A line across the clip's edge is in both clips' speech: it is an event of the clip it
     # starts in.
     starting = [line for line in speech if clip_start <= line.start < clip_end]
@@ -230,10 +229,6 @@ def builder_macro_boundaries(view: PromptView, perception: Perception) -> dict:
     return {"boundaries": [clips[i].id for i in cuts]}
 
 
-def _items(text: str) -> list[Entry]:
-    return read_entries(text, top_level=False)
-
-
 def _entity_name(entry: Entry) -> tuple[str, str]:
     match = re.match(r"^(.*?) \((\w[\w ]*)\)", entry.head)
     if match:
@@ -261,13 +256,13 @@ def builder_macro(view: PromptView, perception: Perception) -> dict:
     user = view.user
     match = re.search(rf"^Event (\S+): ({CLOCK}) to ({CLOCK})", user, re.M)
     start, end = (match.group(2), match.group(3)) if match else ("", "")
-    items = _items(section(user, "Items:"))
+    items = read_entries(section(user, "Items:"), top_level=False)
     entities = [e for e in items if re.search(r"_e\d+$", e.id)]
     events = sorted((e for e in items if re.search(r"_v\d+$", e.id)), key=lambda e: (e.start, e.id))
     texts = [e for e in items if re.search(r"_o\d+$", e.id)]
     longest = sorted(texts, key=lambda e: (-(e.end - e.start), e.start))
     speech = [e for e in events if "(speech)" in e.head]
-    label = _label(longest, speech, section(user, "Clip captions:", "Items:"))
+    label = _macro_label(longest, speech, section(user, "Clip captions:", "Items:"))
     sentences = []
     if longest:
         shown = ", ".join(
@@ -282,7 +277,7 @@ def builder_macro(view: PromptView, perception: Perception) -> dict:
     if not sentences:
         sentences.append(f"From {start} to {end} nothing readable is shown or said.")
     names = [_entity_name(e)[0] for e in entities]
-    relations = []
+    relations: list[dict[str, str]] = []
     for a, b in itertools.pairwise(events):
         if a.start < b.start and len(relations) < 10:
             relations.append(
@@ -316,7 +311,9 @@ def builder_macro(view: PromptView, perception: Perception) -> dict:
     }
 
 
-def _label(texts: Sequence[Entry], speech: Sequence[Entry], captions: str) -> str:
+def _macro_label(texts: Sequence[Entry], speech: Sequence[Entry], captions: str) -> str:
+    """A MacroEvent's label: the first words of its longest-shown text, else of its speech,
+    else of its clips' captions."""
     if texts:
         words = _ocr_text(texts[0]).split()[:5]
     elif speech:
@@ -332,7 +329,10 @@ def _label(texts: Sequence[Entry], speech: Sequence[Entry], captions: str) -> st
 # --------------------------------------------------------------------------- entities
 
 
-_PAIR = re.compile(r'^(p\d+): "([^"]+)"(?: \(([^)]*)\))?[^|]*\| "([^"]+)"(?: \(([^)]*)\))?', re.M)
+#: One candidate pair of the entity-merge prompt: ``p1: "name" (type) ... | "name" (type)``.
+_MERGE_PAIR = re.compile(
+    r'^(p\d+): "([^"]+)"(?: \(([^)]*)\))?[^|]*\| "([^"]+)"(?: \(([^)]*)\))?', re.M
+)
 
 
 def same_entity(a: str, a_type: str, b: str, b_type: str) -> bool:
@@ -350,7 +350,7 @@ def same_entity(a: str, a_type: str, b: str, b_type: str) -> bool:
 
 def builder_entity_merge(view: PromptView, perception: Perception) -> dict:
     decisions = {}
-    for pair_id, a, a_type, b, b_type in _PAIR.findall(view.user):
+    for pair_id, a, a_type, b, b_type in _MERGE_PAIR.findall(view.user):
         decisions[pair_id] = same_entity(a, a_type or "", b, b_type or "")
     return {"decisions": decisions}
 
@@ -447,7 +447,7 @@ def builder_root(view: PromptView, perception: Perception) -> dict:
     counts: dict[str, int] = {}
     for label, summary, _n in described:
         for word in content_words(f"{label} {summary}"):
-            if len(word) > 3 and word not in _DULL:
+            if len(word) > 3 and word not in _NOT_THEMES:
                 counts[word] = counts.get(word, 0) + 1
     spelled = {
         fold(w): w
@@ -468,16 +468,7 @@ def builder_root(view: PromptView, perception: Perception) -> dict:
     }
 
 
-_DULL = frozenset(
+#: Words of the offline rules' own phrasing ("Someone says", "Showing ..."), never a theme.
+_NOT_THEMES = frozenset(
     fold(w) for w in ("showing", "screen", "shows", "someone", "says", "speech", "stretch", "from")
 )
-
-
-RULES = {
-    "builder_clip": builder_clip,
-    "builder_macro_boundaries": builder_macro_boundaries,
-    "builder_macro": builder_macro,
-    "builder_entity_merge": builder_entity_merge,
-    "builder_super": builder_super,
-    "builder_root": builder_root,
-}

@@ -5,10 +5,10 @@ one factory belongs to one ``ModelService`` and shares one ``Perception`` (OCR e
 embedding model, OCR cache) among the clients the service makes for its event loops, so the
 models load once per service however many questions or builds run. No network, no API key.
 
-Each request is answered by the rule for its prompt name (``query_roles``, ``builder_roles``)
-on a worker thread, validated against the prompt's own output schema before it is returned
-(a rule that produced an unusable reply is a bug, reported as a failed call, never sent on),
-and serialized deterministically. Usage is estimated at four characters per token so usage
+Each request is answered by the rule for its prompt name (``rule_table``) on a worker
+thread, validated against the prompt's own output schema before it is returned (a rule that
+produced an unusable reply is a bug, reported as a failed call, never sent on), and
+serialized deterministically. Usage is estimated at four characters per token so usage
 accounting works; the offline profile prices the model at zero.
 """
 
@@ -26,9 +26,9 @@ from pydantic import ValidationError
 from videotapestry.config import ModelSettings
 from videotapestry.errors import ConfigError, ModelRequestError, ModelResponseError
 from videotapestry.llm.types import ModelRequest, ModelResponse, TokenUsage
-from videotapestry.offline import builder_roles, query_roles
 from videotapestry.offline.perception import Perception
 from videotapestry.offline.prompt_reading import PromptView
+from videotapestry.offline.rule_table import RULES
 from videotapestry.tokens import estimate_tokens
 
 MODEL_NAME = "offline-rules"
@@ -36,15 +36,17 @@ MODEL_NAME = "offline-rules"
 
 def rules_revision() -> str:
     """A hash of the rules' source: the model's version. It is part of the endpoint name, so
-    the response cache and the builder's checkpoints never replay replies of older rules."""
+    the response cache and the builder's checkpoints never replay replies of older rules.
+
+    Every ``*.py`` file of the package counts, subpackages included, in the order of their
+    paths relative to the package (the same on every machine).
+    """
+    package = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
+    for relative in sorted(path.relative_to(package).as_posix() for path in package.rglob("*.py")):
+        digest.update(relative.encode())
+        digest.update((package / relative).read_bytes())
     return digest.hexdigest()[:12]
-
-
-RULES = {**query_roles.RULES, **builder_roles.RULES}
 
 
 def output_schemas() -> dict:

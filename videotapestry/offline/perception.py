@@ -29,8 +29,9 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import cv2
 import numpy as np
@@ -39,6 +40,7 @@ from PIL import Image
 from videotapestry.config import BuilderOcrSettings, EmbeddingConfig
 from videotapestry.embeddings import OFFLINE_MODEL, Embedder, SentenceTransformerEmbedder
 from videotapestry.images import ImagePart
+from videotapestry.ocr import OcrBox, RapidOcrEngine
 from videotapestry.timecode import format_timestamp
 from videotapestry.video.grids import CELL_GAP
 
@@ -51,6 +53,12 @@ SAME_PICTURE = 8.0
 #: Characters of a text that its embedding is made from.
 EMBED_CHARS = 200
 _CONFUSABLE = str.maketrans({"0": "o", "1": "l", "i": "l", "|": "l"})
+
+
+class BoxReader(Protocol):
+    """An OCR engine that says where each text is (``videotapestry.ocr.RapidOcrEngine``)."""
+
+    def read_boxes(self, image: np.ndarray) -> list[OcrBox]: ...
 
 
 @dataclass(frozen=True)
@@ -90,7 +98,8 @@ def decode_rgb(jpeg: bytes) -> np.ndarray:
         return np.asarray(image.convert("RGB"))
 
 
-def _cells(width: int, height: int, columns: int, rows: int) -> list[Cell]:
+def _grid_cells(width: int, height: int, columns: int, rows: int) -> list[Cell]:
+    """The cells of a ``columns x rows`` grid of ``width x height``, row by row."""
     cell_w = (width - CELL_GAP * (columns - 1)) / columns
     cell_h = (height - CELL_GAP * (rows - 1)) / rows
     cells = []
@@ -106,7 +115,7 @@ def _cells(width: int, height: int, columns: int, rows: int) -> list[Cell]:
     return cells
 
 
-def _gaps_dark(image: np.ndarray, columns: int, rows: int) -> bool:
+def _gap_stripes_dark(image: np.ndarray, columns: int, rows: int) -> bool:
     """Whether the gap stripes of a ``columns x rows`` grid are (nearly) black."""
     height, width = image.shape[:2]
     cell_w = (width - CELL_GAP * (columns - 1)) / columns
@@ -143,7 +152,7 @@ def grid_layout(
     others = [(c, r) for c in range(1, 7) for r in range(1, 7) if c * r >= frames]
     candidates += sorted(others, key=lambda cr: (cr[0] * cr[1], -cr[0]))
     for columns, rows in candidates:
-        if columns * rows >= frames and _gaps_dark(image, columns, rows):
+        if columns * rows >= frames and _gap_stripes_dark(image, columns, rows):
             return (columns, rows)
     return (1, 1)
 
@@ -228,13 +237,13 @@ class Perception:
     def __init__(
         self,
         *,
-        ocr_engine: object | None = None,
+        ocr_engine: BoxReader | None = None,
         embedder: Embedder | None = None,
         cache_size: int = 4096,
     ) -> None:
         self._ocr = ocr_engine
         self._embedder = embedder
-        self._cache: OrderedDict[tuple[str, int, int], _Fresh] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, int, int], _ImageReading] = OrderedDict()
         self._cache_size = cache_size
         self._ocr_lock = threading.Lock()
         self._embed_lock = threading.Lock()
@@ -246,10 +255,8 @@ class Perception:
 
     # -- models ---------------------------------------------------------------------------
 
-    def _engine(self) -> object:
+    def _engine(self) -> BoxReader:
         if self._ocr is None:
-            from videotapestry.ocr import RapidOcrEngine
-
             self._ocr = RapidOcrEngine(BuilderOcrSettings(engine="rapidocr", threads=0))
         return self._ocr
 
@@ -279,10 +286,10 @@ class Perception:
         by_head = {head: vectors[i] for i, head in enumerate(heads)}
         return {text: by_head[text[:EMBED_CHARS]] for text in distinct}
 
-    def _ocr_boxes(self, image: np.ndarray) -> list:
+    def _ocr_boxes(self, image: np.ndarray) -> list[OcrBox]:
         with self._ocr_lock:
             started = time.perf_counter()
-            boxes = self._engine().read_boxes(image)  # type: ignore[attr-defined]
+            boxes = self._engine().read_boxes(image)
             self.images_read += 1
             self.ocr_s += time.perf_counter() - started
             return boxes
@@ -297,12 +304,13 @@ class Perception:
         Returned in image order, then cell order, then reading order (top to bottom).
         """
         seen: list[SeenText] = []
-        done: list[tuple[tuple[int, int], np.ndarray, list[CellText]]] = []
+        # Cells already read in this request: (size, thumbnail, texts).
+        read_before: list[tuple[tuple[int, int], np.ndarray, list[CellText]]] = []
         for number, part in enumerate(images):
             image = decode_rgb(part.jpeg)
             count = max(1, len(part.timestamps))
             columns, rows = grid_layout(image, count, grid_hint)
-            cells = _cells(image.shape[1], image.shape[0], columns, rows)[:count]
+            cells = _grid_cells(image.shape[1], image.shape[0], columns, rows)[:count]
             if len(cells) < count:  # a layout fit only as one cell: it shows the first time
                 count = len(cells)
             thumbs = [thumbnail(_crop(image, cell)) for cell in cells]
@@ -312,31 +320,33 @@ class Perception:
                 match = next(
                     (
                         texts
-                        for size, thumb, texts in done
+                        for size, thumb, texts in read_before
                         if size == cell.size and same_picture(thumb, thumbs[k])
                     ),
                     None,
                 )
                 if match is not None:
                     copied[k] = match
-            fresh = (
-                self._fresh(part.sha256, image, cells, thumbs) if len(copied) < len(cells) else None
+            own = (
+                self._own_reading(part.sha256, image, cells, thumbs)
+                if len(copied) < len(cells)
+                else None
             )
             for k, cell in enumerate(cells):
                 if k in copied:
                     texts = copied[k]
                 else:
-                    assert fresh is not None
+                    assert own is not None
                     # A cell read through a look-alike cell carries that cell's label tab.
-                    texts = without_label(fresh.texts[k], cell.size, times[fresh.sources[k]])
-                    done.append((cell.size, thumbs[k], texts))
+                    texts = without_label(own.texts[k], cell.size, times[own.read_from[k]])
+                    read_before.append((cell.size, thumbs[k], texts))
                 for item in texts:
                     seen.append(SeenText(number, k, times[k], item.text, item.confidence))
         return seen
 
-    def _fresh(
+    def _own_reading(
         self, sha: str, image: np.ndarray, cells: list[Cell], thumbs: list[np.ndarray]
-    ) -> _Fresh:
+    ) -> _ImageReading:
         """The image's own reading, per cell (label tabs still in); cached by SHA-256."""
         key = (sha, len(cells), cells[0].size[0])
         with self._cache_lock:
@@ -351,7 +361,9 @@ class Perception:
                 self._cache.popitem(last=False)
         return reading
 
-    def _read_cells(self, image: np.ndarray, cells: list[Cell], thumbs: list[np.ndarray]) -> _Fresh:
+    def _read_cells(
+        self, image: np.ndarray, cells: list[Cell], thumbs: list[np.ndarray]
+    ) -> _ImageReading:
         groups: list[list[int]] = []
         for k in range(len(cells)):
             home = next(
@@ -367,7 +379,7 @@ class Perception:
             else:
                 home.append(k)
         reading: list[tuple[CellText, ...]] = [()] * len(cells)
-        sources = list(range(len(cells)))
+        read_from = list(range(len(cells)))
         if len(cells) == 1 or len(groups) <= 2:
             for group in groups:
                 texts = _usable(
@@ -376,8 +388,8 @@ class Perception:
                 )
                 for k in group:
                     reading[k] = texts
-                    sources[k] = group[0]
-            return _Fresh(tuple(reading), tuple(sources))
+                    read_from[k] = group[0]
+            return _ImageReading(tuple(reading), tuple(read_from))
         per_cell: list[list[CellText]] = [[] for _ in cells]
         for b in self._ocr_boxes(image):
             x, y = b.centre
@@ -387,15 +399,16 @@ class Perception:
                     shifted = (b.box[0] - left, b.box[1] - top, b.box[2] - left, b.box[3] - top)
                     per_cell[k].append(CellText(b.text.strip(), b.confidence, shifted))
                     break
-        return _Fresh(tuple(_usable(texts) for texts in per_cell), tuple(sources))
+        return _ImageReading(tuple(_usable(texts) for texts in per_cell), tuple(read_from))
 
 
 @dataclass(frozen=True)
-class _Fresh:
-    """An image's own reading: per cell its texts, and the cell whose pixels were read."""
+class _ImageReading:
+    """An image's own reading: per cell its texts, and the cell whose pixels were read for
+    it (a cell that shows the same picture as an earlier one is read through that one)."""
 
     texts: tuple[tuple[CellText, ...], ...]
-    sources: tuple[int, ...]
+    read_from: tuple[int, ...]
 
 
 def _crop(image: np.ndarray, cell: Cell) -> np.ndarray:
@@ -403,5 +416,6 @@ def _crop(image: np.ndarray, cell: Cell) -> np.ndarray:
     return np.ascontiguousarray(image[top:bottom, left:right])
 
 
-def _usable(texts) -> tuple[CellText, ...]:
+def _usable(texts: Iterable[CellText]) -> tuple[CellText, ...]:
+    """Readings confident enough and with two letters or digits at least."""
     return tuple(t for t in texts if t.confidence >= MIN_CONFIDENCE and len(_fold(t.text)) >= 2)

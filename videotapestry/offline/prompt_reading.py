@@ -12,8 +12,7 @@ Everything here is a pure function of the text.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from videotapestry.contracts.fields import parse_seconds
 from videotapestry.images import ImagePart
@@ -148,7 +147,8 @@ class Entry:
         return (self.start, self.end)
 
 
-def _when(value: str) -> tuple[float, float]:
+def _entry_times(value: str) -> tuple[float, float]:
+    """The start and end of a memory line's ``[mm:ss-mm:ss]`` (``[@mm:ss]``: one moment)."""
     if value.startswith("@"):
         t = seconds(value[1:])
         return t, t
@@ -162,37 +162,41 @@ def _split_range(value: str) -> tuple[str, str, str]:
     return (match.group(1), "-", match.group(2)) if match else (value, "", "")
 
 
+def _entry_head(match: re.Match[str]) -> Entry:
+    """The entry a memory line starts, without the lines that continue it."""
+    try:
+        start, end = _entry_times(match.group("when"))
+    except ValueError:
+        start = end = 0.0
+    return Entry(
+        id=match.group("id"),
+        start=start,
+        end=end,
+        head=(match.group("text") or "").strip(),
+        indent=len(match.group("indent").expandtabs(4)),
+        bullet=bool(match.group("bullet")),
+    )
+
+
 def read_entries(text: str, *, top_level: bool = True) -> list[Entry]:
     """Memory lines in ``text``. With ``top_level`` only unindented, unbulleted lines start an
     entry and everything below one belongs to it (a Focus evidence block, ``[Visual]``
     parts); otherwise every line that looks like a memory line is an entry of its own."""
     entries: list[Entry] = []
-    current: dict | None = None
+    current: Entry | None = None
+    body: list[str] = []
     for line in text.split("\n"):
         match = _ENTRY.match(line)
-        starts = match is not None and (
+        if match is not None and (
             not top_level or (not match.group("indent") and not match.group("bullet"))
-        )
-        if starts:
+        ):
             if current is not None:
-                entries.append(Entry(**current))
-            try:
-                start, end = _when(match.group("when"))
-            except ValueError:
-                start = end = 0.0
-            current = {
-                "id": match.group("id"),
-                "start": start,
-                "end": end,
-                "head": (match.group("text") or "").strip(),
-                "body": (),
-                "indent": len(match.group("indent").expandtabs(4)),
-                "bullet": bool(match.group("bullet")),
-            }
+                entries.append(replace(current, body=tuple(body)))
+            current, body = _entry_head(match), []
         elif current is not None and line.strip():
-            current["body"] = (*current["body"], line.strip())
+            body.append(line.strip())
     if current is not None:
-        entries.append(Entry(**current))
+        entries.append(replace(current, body=tuple(body)))
     return entries
 
 
@@ -321,33 +325,11 @@ def read_locator(text: str) -> tuple[list[LocatorWindow], list[str]]:
     return windows, unresolved
 
 
-def image_note_times(text: str) -> list[list[float]]:
-    """Per ``Image k:`` note, the clock times it lists (frame times of a grid or a frame)."""
-    times = []
-    for note in re.findall(r"^Image \d+: (.*)$", text, re.M):
-        note = re.sub(r"^grid \d+/\d+ ", "", note)
-        times.append([seconds(c) for c in re.findall(CLOCK, note)])
-    return times
-
-
 def grid_shape_hint(text: str) -> tuple[int, int] | None:
     """(columns, rows) when the prompt says "a grid of N frames in C columns and R rows"."""
     match = re.search(r"in (\d+) columns and (\d+) rows", text)
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def clip_lines(text: str) -> list[Entry]:
-    """Every memory-style line, nested or not (builder lists, the controller's hierarchy)."""
-    return read_entries(text, top_level=False)
-
-
 def overlaps(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
-
-
-def within(t: float, span: tuple[float, float], slack: float = 0.0) -> bool:
-    return span[0] - slack <= t <= span[1] + slack
-
-
-def ids_listed(entries: Sequence[Entry]) -> list[str]:
-    return list(dict.fromkeys(e.id for e in entries))

@@ -110,14 +110,14 @@ def temporal_ask(question: str) -> TemporalAsk | None:
     text = " ".join(question.split())
     match = _LEADING.match(text)
     if match:
-        return _ask(match["rel"], match["anchor"], match["rest"])
+        return _ask_of(match["rel"], match["anchor"], match["rest"])
     match = _WHEN.search(text)
     if match:
         rest = text[: match.start()]
         return TemporalAsk("at", _strip_saying(match["anchor"]), "speech", _kind_of(rest))
     match = _TRAILING.match(text)
     if match and content_words(match["anchor"]):
-        return _ask(match["rel"], match["anchor"], match["rest"])
+        return _ask_of(match["rel"], match["anchor"], match["rest"])
     return None
 
 
@@ -159,13 +159,13 @@ def timed_units(lines: Sequence[str]) -> list[TimedUnit]:
         for part in parts:
             offset = line.find(part, offset)
             own = timed_unit(part)
-            if own is None and whole is None:
+            timing = own if own is not None else whole
+            if timing is None:
                 continue
             kind = own.kind if own is not None else None
             if kind is None and said_from >= 0 and offset > said_from:
                 kind = "speech"
-            start, end = (own.start, own.end) if own is not None else (whole.start, whole.end)
-            out.append(TimedUnit(part, start, end, kind))
+            out.append(TimedUnit(part, timing.start, timing.end, kind))
     return out
 
 
@@ -208,7 +208,7 @@ def choose_by_time(
     """The option standing in the asked relation to the anchor; None when the evidence does
     not settle it (no anchor, no timed evidence for any option, or a tie)."""
     timed = timed_units(units)
-    anchor = _anchor(ask, timed)
+    anchor = _anchor_unit(ask, timed)
     if anchor is None:
         return None
     distinct = _unique_words(bodies)
@@ -221,7 +221,11 @@ def choose_by_time(
             and _kind_ok(u.kind, ask.target_kind)
             and _supports(body, wanted, u.text)
         ]
-        keys = [k for k in (_key(ask.relation, anchor, u) for u in candidates) if k is not None]
+        keys = [
+            k
+            for k in (_distance_in_relation(ask.relation, anchor, u) for u in candidates)
+            if k is not None
+        ]
         if keys:
             key, unit = min(keys, key=lambda item: item[0])
             best.append((key, letter, unit))
@@ -252,10 +256,12 @@ def _supports(body: str, unique: Sequence[str], text: str) -> bool:
     return bool(unique) and word_overlap(unique, text) >= 0.5
 
 
-def _ask(relation: str, anchor: str, rest: str) -> TemporalAsk:
+def _ask_of(relation: str, anchor: str, rest: str) -> TemporalAsk:
+    """The ask of an "after X, ..." / "... before X" question (``relation`` as written)."""
     anchor = _strip_saying(anchor)
+    side: Relation = "after" if relation.lower() == "after" else "before"
     return TemporalAsk(
-        relation.lower(),  # type: ignore[arg-type]
+        side,
         anchor,
         _kind_of(anchor),
         _kind_of(rest),
@@ -277,7 +283,7 @@ def _kind_ok(kind: Kind | None, wanted: Kind | None) -> bool:
     return wanted is None or kind is None or kind == wanted
 
 
-def _anchor(ask: TemporalAsk, timed: Sequence[TimedUnit]) -> TimedUnit | None:
+def _anchor_unit(ask: TemporalAsk, timed: Sequence[TimedUnit]) -> TimedUnit | None:
     """The unit of the best-matching moment: units read at the same moment (one slide's
     lines, which OCR reads apart) are matched together."""
     usable = [u for u in timed if _kind_ok(u.kind, ask.anchor_kind)]
@@ -295,7 +301,7 @@ def _anchor(ask: TemporalAsk, timed: Sequence[TimedUnit]) -> TimedUnit | None:
     return max(scored, key=lambda s: (s[0], s[1], -s[2].start))[2]
 
 
-def _key(
+def _distance_in_relation(
     relation: Relation, anchor: TimedUnit, unit: TimedUnit
 ) -> tuple[tuple[float, float], TimedUnit] | None:
     """Smaller is better: the distance in the asked direction, then the unit's length (a
