@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import html
 import json
 import os
 import re
@@ -32,12 +33,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: Caches, not outputs: their rows carry the times they were written.
 SKIPPED_SUFFIXES = {".sqlite", ".sqlite-wal", ".sqlite-shm"}
+#: A memory's ``build/`` directory holds the builder's resume checkpoints, keyed by hashes of
+#: their inputs (the offline model's rules revision, the settings by field name): any edit to
+#: the offline rules or a renamed key changes the keys while the memory stays the same.
+SKIPPED_DIRS = {"build"}
 
-#: JSON keys whose values are wall-clock figures, ids drawn at random, or host details.
+#: JSON keys whose values are wall-clock figures, ids drawn at random, host details, or the
+#: hash of a config dump (the dump itself is compared).
 VOLATILE_KEYS = re.compile(
     r"(^|_)(s|ms|seconds|elapsed|latency|latency_s|latency_ms|created|created_at|started|"
     r"started_at|finished|finished_at|time_s|wall_s|timestamp|run_id|reassembled_from|"
-    r"host|pid|python|platform|command|written_at|duration_ms|eta)$"
+    r"host|pid|python|platform|command|written_at|duration_ms|eta|config_hash)$"
 )
 #: Objects whose every value is a wall-clock figure (per-stage seconds of a build).
 VOLATILE_OBJECTS = {"timings"}
@@ -228,6 +234,9 @@ def _cut(video: Path, target: Path, *, seconds: float) -> None:
 
 
 def compare(base: Path, head: Path, base_code: Path, head_code: Path) -> list[str]:
+    """The differences between the two output trees; the base's config dumps are read
+    under the head's renamed keys first (a renamed key is a documented change)."""
+    renames = _renamed_keys()
     lines: list[str] = []
     names = sorted(
         {p.relative_to(base) for p in base.rglob("*") if p.is_file()}
@@ -238,9 +247,10 @@ def compare(base: Path, head: Path, base_code: Path, head_code: Path) -> list[st
         if not a.exists() or not b.exists():
             lines.append(f"only in {'base' if a.exists() else 'head'}: {name}")
             continue
-        if name.suffix in SKIPPED_SUFFIXES:
+        if name.suffix in SKIPPED_SUFFIXES or SKIPPED_DIRS & set(name.parts[:-1]):
             continue
-        left, right = _normalized(a, base, base_code), _normalized(b, head, head_code)
+        left = _normalized(a, base, base_code, renames)
+        right = _normalized(b, head, head_code, ())
         if left != right:
             if isinstance(left, str) and isinstance(right, str):
                 diff = difflib.unified_diff(
@@ -252,7 +262,56 @@ def compare(base: Path, head: Path, base_code: Path, head_code: Path) -> list[st
     return lines
 
 
-def _normalized(path: Path, top: Path, code: Path) -> str | bytes:
+def _renamed_keys() -> tuple[tuple[tuple[str, ...], tuple[tuple[str, ...], ...]], ...]:
+    """(old dotted path, new paths) of every config key this tree renamed, if it has any."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from videotapestry.config.renames import RENAMED_KEYS
+    except ImportError:
+        return ()
+    finally:
+        sys.path.remove(str(ROOT))
+    return tuple(
+        (tuple(r.old.split(".")), tuple(tuple(n.split(".")) for n in r.new)) for r in RENAMED_KEYS
+    )
+
+
+def _rename(value, renames):
+    """``value`` with the old keys of every config dump in it (a mapping with ``models`` and
+    ``variant``) moved to their new names, and a manifest's model-by-role table too."""
+    if isinstance(value, list):
+        return [_rename(item, renames) for item in value]
+    if not isinstance(value, dict):
+        return value
+    value = {key: _rename(item, renames) for key, item in value.items()}
+    if "models" in value and "variant" in value:
+        for old, new in renames:
+            _move(value, old, new)
+    if value.get("source") == "builder" and isinstance(value.get("models"), dict):
+        roles = {"models": {"roles": value["models"]}}
+        for old, new in renames:
+            _move(roles, old, new)
+        value["models"] = roles["models"]["roles"]
+    return value
+
+
+def _move(tree: dict, old: tuple[str, ...], new: tuple[tuple[str, ...], ...]) -> None:
+    node = tree
+    for part in old[:-1]:
+        node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            return
+    if not isinstance(node, dict) or old[-1] not in node:
+        return
+    moved = node.pop(old[-1])
+    for path in new:
+        target = tree
+        for part in path[:-1]:
+            target = target.setdefault(part, {})
+        target[path[-1]] = moved
+
+
+def _normalized(path: Path, top: Path, code: Path, renames=()) -> str | bytes:
     data = path.read_bytes()
     if path.suffix in {".npy", ".mp4", ".png", ".jpg"}:
         return data
@@ -263,7 +322,7 @@ def _normalized(path: Path, top: Path, code: Path) -> str | bytes:
     text = text.replace(str(code), "<CODE>").replace(str(top), "<OUT>")
     if path.suffix in {".json", ".jsonl", ".stdout"}:
         try:
-            return json.dumps(_blank(json.loads(text)), indent=1, sort_keys=True)
+            return json.dumps(_blank(_rename(json.loads(text), renames)), indent=1, sort_keys=True)
         except json.JSONDecodeError:
             pass
         out = []
@@ -271,11 +330,23 @@ def _normalized(path: Path, top: Path, code: Path) -> str | bytes:
         lines = sorted(text.splitlines()) if path.suffix == ".jsonl" else text.splitlines()
         for line in lines:
             try:
-                out.append(json.dumps(_blank(json.loads(line)), indent=1, sort_keys=True))
+                record = _rename(json.loads(line), renames)
+                out.append(json.dumps(_blank(record), indent=1, sort_keys=True))
             except json.JSONDecodeError:
                 out.append(_normalize_text(line))
         return "\n".join(out)
+    if path.suffix == ".html":
+        text = _MANIFEST.sub(lambda m: _manifest_html(m, renames), text)
     return _normalize_text(text)
+
+
+_MANIFEST = re.compile(r"(<summary>Manifest</summary><pre>)(.*?)(</pre>)", re.S)
+
+
+def _manifest_html(match: re.Match, renames) -> str:
+    """A memory page's manifest, read as the JSON it shows."""
+    manifest = _rename(json.loads(html.unescape(match.group(2))), renames)
+    return match.group(1) + json.dumps(_blank(manifest), indent=1, sort_keys=True) + match.group(3)
 
 
 def _normalize_text(text: str) -> str:
