@@ -287,12 +287,17 @@ def _rename(value, renames):
     if "models" in value and "variant" in value:
         for old, new in renames:
             _move(value, old, new)
-    if value.get("source") == "builder" and isinstance(value.get("models"), dict):
-        roles = {"models": {"roles": value["models"]}}
-        for old, new in renames:
-            _move(roles, old, new)
-        value["models"] = roles["models"]["roles"]
+    models = value.get("models")
+    if isinstance(models, dict) and all(isinstance(m, str) for m in models.values()):
+        value["models"] = _rename_roles(models, renames)  # a model-by-role table
     return value
+
+
+def _rename_roles(models: dict, renames) -> dict:
+    roles = {"models": {"roles": dict(models)}}
+    for old, new in renames:
+        _move(roles, old, new)
+    return roles["models"]["roles"]
 
 
 def _move(tree: dict, old: tuple[str, ...], new: tuple[tuple[str, ...], ...]) -> None:
@@ -333,11 +338,19 @@ def _normalized(path: Path, top: Path, code: Path, renames=()) -> str | bytes:
                 record = _rename(json.loads(line), renames)
                 out.append(json.dumps(_blank(record), indent=1, sort_keys=True))
             except json.JSONDecodeError:
-                out.append(_normalize_text(line))
+                out.append(_normalize_text(line, renames))
         return "\n".join(out)
-    if path.suffix == ".html":
-        text = _MANIFEST.sub(lambda m: _manifest_html(m, renames), text)
-    return _normalize_text(text)
+    return _normalize_text(text, renames)
+
+
+#: A report's line of models by role: "- models: answer `m`, builder_clip `m`, ...".
+_MODELS_LINE = re.compile(r"^(- models: )(.*)$", re.M)
+
+
+def _models_line(match: re.Match, renames) -> str:
+    models = dict(re.findall(r"(\w+) `([^`]*)`", match.group(2)))
+    roles = _rename_roles(models, renames)
+    return match.group(1) + ", ".join(f"{r} `{roles[r]}`" for r in sorted(roles))
 
 
 _MANIFEST = re.compile(r"(<summary>Manifest</summary><pre>)(.*?)(</pre>)", re.S)
@@ -349,12 +362,15 @@ def _manifest_html(match: re.Match, renames) -> str:
     return match.group(1) + json.dumps(_blank(manifest), indent=1, sort_keys=True) + match.group(3)
 
 
-def _normalize_text(text: str) -> str:
+def _normalize_text(text: str, renames) -> str:
+    text = _MANIFEST.sub(lambda m: _manifest_html(m, renames), text)
+    text = _MODELS_LINE.sub(lambda m: _models_line(m, renames), text)
     # Wall-clock figures in text reports and pages: dates, seconds, latency columns.
     text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(\+00:00|Z)?", "<DATE>", text)
     text = re.sub(r"(model time|·) \d+(\.\d+)? s\b", r"\1 <T> s", text)
     text = re.sub(r"<td>\d+\.\d\d</td>", "<td><T></td>", text)
     text = re.sub(r"run <code>[0-9a-f]{12}</code>", "run <code><ID></code>", text)
+    text = re.sub(r"config hash: `[0-9a-f]+`", "config hash: <HASH>", text)
     text = re.sub(
         r"((?:&quot;|\")(?:wall_s|latency_s|elapsed_s)(?:&quot;|\"): )[0-9.]+", r"\1<T>", text
     )
