@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from videotapestry.asr.types import TranscriptLine, VideoRef, lines_in_windows
 from videotapestry.errors import SubtitleError
-from videotapestry.video.reader import VideoInfo, probe
+from videotapestry.video.container import VideoInfo, probe
 from videotapestry.video.windows import TimeWindow
 
 SubtitleFormat = Literal["srt", "vtt", "lvb_json"]

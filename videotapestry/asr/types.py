@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from videotapestry.timecode import format_range
-from videotapestry.video.reader import VideoInfo
+from videotapestry.video.container import VideoInfo
 from videotapestry.video.windows import TimeWindow
 
 

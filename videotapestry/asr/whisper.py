@@ -29,7 +29,7 @@ from videotapestry.asr.types import TranscriptLine, VideoRef
 from videotapestry.config import AsrConfig
 from videotapestry.errors import TranscriptionError
 from videotapestry.pretrained_models import hub_cache_dir, load_hub_model
-from videotapestry.video.reader import VideoInfo, probe
+from videotapestry.video.container import VideoInfo, probe
 from videotapestry.video.windows import TimeWindow, merge_overlapping, valid_windows
 
 if TYPE_CHECKING:

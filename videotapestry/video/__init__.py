@@ -1,6 +1,7 @@
 """Video tools: reading frames with true timestamps, window rules, grids and JPEG encoding."""
 
 from videotapestry.timecode import format_timestamp
+from videotapestry.video.container import VideoInfo, decode_size, fingerprint, probe, width_size
 from videotapestry.video.encoding import (
     encode_jpeg,
     frame_images,
@@ -13,17 +14,9 @@ from videotapestry.video.reader import (
     DecordReader,
     Frame,
     OpenCVReader,
-    PassFrame,
     PyAVReader,
-    RateSampler,
-    SequentialPass,
-    VideoInfo,
     VideoReader,
-    decode_size,
-    fingerprint,
     open_video,
-    probe,
-    width_size,
 )
 from videotapestry.video.sampling import (
     decode_indices,
@@ -32,6 +25,7 @@ from videotapestry.video.sampling import (
     uniform_indices,
     window_indices,
 )
+from videotapestry.video.sequential import PassFrame, RateSampler, SequentialPass
 from videotapestry.video.windows import (
     TimeWindow,
     asr_windows,

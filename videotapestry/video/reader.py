@@ -18,21 +18,16 @@ before a wanted frame, decodes forward and converts only the frames it returns; 
 default because it is the fastest at sparse sampling of long videos (bench/
 bench_video_sampling.py). ``DecordReader`` decodes in batches on decord's threads.
 ``OpenCVReader`` opens what the others cannot. ``open_video`` picks one per
-``VideoConfig.backend`` (``auto``: PyAV, then decord, then OpenCV). Probing (duration, size,
-audio present) goes through PyAV, which reads only the container headers.
-
-Work that looks at every frame (the memory builder's scan for shot cuts and kept frames)
-uses ``SequentialPass`` instead: one front-to-back PyAV decode, with the frame index taken
-from the presentation time by the same clock as ``PyAVReader`` (``_StreamClock``), so a
-frame has one index and one timestamp whichever path decoded it.
+``VideoConfig.backend`` (``auto``: PyAV, then decord, then OpenCV). What is known before
+decoding (probing, fingerprints, the frame at a time, decode sizes, a stream's clock) is in
+``container``; work that looks at every frame (the memory builder's scan) uses
+``sequential.SequentialPass``, timed by the same clock as ``PyAVReader``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
-import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -45,32 +40,21 @@ from videotapestry.config import VideoConfig
 from videotapestry.errors import (
     NoDecodableFramesError,
     VideoError,
-    VideoNotFoundError,
     VideoUnreadableError,
     VideoWindowError,
 )
+from videotapestry.video.container import (
+    TIME_EPSILON,
+    StreamClock,
+    VideoInfo,
+    decode_size,
+    error_reason,
+    index_at,
+    open_stream,
+    probe,
+)
 
 _log = logging.getLogger(__name__)
-
-#: Bytes hashed from each of several places in the file by ``fingerprint``.
-FINGERPRINT_CHUNK = 64 * 1024
-#: Undecodable packets in a row after which a ``SequentialPass`` gives up on the rest.
-MAX_CONSECUTIVE_ERRORS = 8
-_EPS = 1e-6
-
-
-@dataclass(frozen=True)
-class VideoInfo:
-    """What is known about a video file without decoding it."""
-
-    path: str
-    duration_s: float
-    fps: float
-    frame_count: int
-    width: int
-    height: int
-    has_audio: bool
-    fingerprint: str
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,101 +93,6 @@ class VideoReader(Protocol):
     def __enter__(self) -> VideoReader: ...
 
     def __exit__(self, *exc: object) -> None: ...
-
-
-# --------------------------------------------------------------------------- probing
-
-
-def fingerprint(path: str | Path) -> str:
-    """A cheap content identity: the size plus a hash of five 64 KiB slices of the file.
-
-    Reading a few slices instead of the whole file keeps this instant for multi-GB videos,
-    while a re-encode, a trim or a different file of the same name still changes it. Memories
-    and transcript caches store this string to detect that they belong to another video.
-    """
-    file = _check_file(path)
-    size = file.stat().st_size
-    digest = hashlib.sha256(str(size).encode())
-    with file.open("rb") as handle:
-        for fraction in (0.0, 0.25, 0.5, 0.75, 1.0):
-            offset = max(0, min(int(size * fraction), size - FINGERPRINT_CHUNK))
-            handle.seek(offset)
-            digest.update(handle.read(FINGERPRINT_CHUNK))
-    return f"v1-{size}-{digest.hexdigest()[:24]}"
-
-
-def probe(path: str | Path) -> VideoInfo:
-    """Duration, fps, frame count, size and audio presence, from the container headers.
-
-    The frame count is the container's when it records one, else estimated from the stream
-    duration; the readers replace it with their decoder's exact count.
-    """
-    file = _check_file(path)
-    import av
-
-    try:
-        container = av.open(str(file))
-    except (av.error.FFmpegError, UnicodeDecodeError, ValueError) as exc:
-        raise VideoUnreadableError(
-            f"{file} cannot be opened as a video (truncated, corrupt, or not a video file): "
-            f"{_reason(exc)}",
-            path=str(file),
-        ) from None
-    with container:
-        if not container.streams.video:
-            raise VideoUnreadableError(
-                f"{file} has no video stream (is it an audio or subtitle file?)", path=str(file)
-            )
-        stream = container.streams.video[0]
-        rate = stream.average_rate or stream.guessed_rate or stream.base_rate
-        fps = float(rate) if rate else 0.0
-        duration = _stream_duration(container, stream)
-        count = int(stream.frames or 0)
-        if count <= 0 and fps > 0 and duration > 0:
-            count = round(duration * fps)
-        width, height = stream.codec_context.width, stream.codec_context.height
-        has_audio = bool(container.streams.audio)
-    if fps <= 0 or count <= 0 or width <= 0 or height <= 0:
-        raise NoDecodableFramesError(
-            f"{file} has a video stream but no decodable frames "
-            f"(frames={count}, fps={fps:g}, size={width}x{height})",
-            path=str(file),
-        )
-    return VideoInfo(
-        path=str(file),
-        duration_s=count / fps,
-        fps=fps,
-        frame_count=count,
-        width=width,
-        height=height,
-        has_audio=has_audio,
-        fingerprint=fingerprint(file),
-    )
-
-
-def index_at(t: float, fps: float, frame_count: int) -> int:
-    """The index of the frame on screen at ``t`` seconds, clamped to the video."""
-    return min(max(math.floor(t * fps + _EPS), 0), frame_count - 1)
-
-
-def decode_size(width: int, height: int, max_side: int | None) -> tuple[int, int]:
-    """The (width, height) frames are decoded at: native, or scaled so the longer side fits."""
-    if not max_side or max(width, height) <= max_side:
-        return width, height
-    return _scaled(width, height, max_side / max(width, height))
-
-
-def width_size(width: int, height: int, max_width: int) -> tuple[int, int]:
-    """Native, or scaled so the width fits ``max_width``: the size for analysing whole frames
-    (shot detection), where the width, not the longer side, sets the detail kept."""
-    if width <= max_width:
-        return width, height
-    return _scaled(width, height, max_width / width)
-
-
-def _scaled(width: int, height: int, scale: float) -> tuple[int, int]:
-    # Sides kept even, as the 4:2:0 frames of most videos have them.
-    return max(2, round(width * scale / 2) * 2), max(2, round(height * scale / 2) * 2)
 
 
 # --------------------------------------------------------------------------- readers
@@ -248,7 +137,7 @@ class _ReaderBase:
 
     def _index_for(self, t: float) -> int:
         duration = self.info.duration_s
-        if not math.isfinite(t) or t < -_EPS or t > duration + _EPS:
+        if not math.isfinite(t) or t < -TIME_EPSILON or t > duration + TIME_EPSILON:
             raise VideoWindowError(
                 f"timestamp {t:g} s is outside {self.info.path} (0 to {duration:.3f} s)",
                 path=self.info.path,
@@ -269,7 +158,7 @@ class _ReaderBase:
         what = f"frame {wanted[0]}" if len(wanted) == 1 else f"frames {wanted[0]}..{wanted[-1]}"
         return NoDecodableFramesError(
             f"{self.info.path}: {what} (from {wanted[0] / self.info.fps:.3f} s) cannot be "
-            f"decoded with {self.backend} (file truncated or corrupt?): {_reason(exc)}",
+            f"decoded with {self.backend} (file truncated or corrupt?): {error_reason(exc)}",
             path=self.info.path,
         )
 
@@ -304,14 +193,14 @@ class PyAVReader(_ReaderBase):
     ) -> None:
         config = config or VideoConfig()
         info = info or probe(path)
-        self._container, self._stream = _open_stream(info)
+        self._container, self._stream = open_stream(info)
         # Slice threads (or one thread): frame threading would make every seek decode
         # several frames before the first one comes out.
         self._stream.thread_type = "SLICE"
         if config.decode_threads:
             self._stream.thread_count = config.decode_threads
         super().__init__(info, config)
-        self._clock = _StreamClock(self._stream, info)
+        self._clock = StreamClock(self._stream, info)
         self._size = decode_size(info.width, info.height, config.decoded_max_side)
         self._frames: Iterator[Any] | None = None  # the decoding generator, after ``_last``
         self._last: tuple[int, Any] | None = None  # (index, av frame) last decoded
@@ -421,103 +310,6 @@ class PyAVReader(_ReaderBase):
         return self._container is None
 
 
-class SequentialPass:
-    """Every frame of a video once, front to back, timed as the readers time them.
-
-    For work that must look at the whole video (shot detection, keeping frames for later
-    stages): one pass with frame threading decodes far faster than seeking to each frame. A
-    frame's index comes from its presentation time as in ``PyAVReader``, kept strictly
-    rising (a repeated or missing time takes the next index). A packet that cannot be
-    decoded is skipped and named in ``errors``; after ``max_consecutive_errors`` in a row
-    the pass ends there, so what comes later has no frames rather than guessed ones.
-    """
-
-    def __init__(
-        self, info: VideoInfo, *, max_consecutive_errors: int = MAX_CONSECUTIVE_ERRORS
-    ) -> None:
-        self.info = info
-        self.max_consecutive_errors = max_consecutive_errors
-        self.errors: list[str] = []
-        self.frames_decoded = 0
-        self.last_index = -1
-
-    @property
-    def decoded_until_s(self) -> float:
-        """The end of the last frame decoded so far (0 before the first)."""
-        return (self.last_index + 1) / self.info.fps
-
-    def __iter__(self) -> Iterator[PassFrame]:
-        import av
-
-        container, stream = _open_stream(self.info)
-        with container:
-            stream.thread_type = "AUTO"  # no seeks in a pass: frame threads pay off
-            clock = _StreamClock(stream, self.info)
-            frames = container.decode(stream)
-            consecutive = 0
-            while True:
-                try:
-                    frame = next(frames)
-                except (StopIteration, av.error.EOFError):
-                    return
-                except av.error.FFmpegError as exc:
-                    consecutive += 1
-                    if not self._skipped(exc, consecutive):
-                        return
-                    frames = container.decode(stream)  # demuxing resumes after the bad packet
-                    continue
-                consecutive = 0
-                self.frames_decoded += 1
-                index = self.last_index + 1 if frame.pts is None else clock.index_of(frame.pts)
-                self.last_index = max(index, self.last_index + 1)
-                yield PassFrame(self.last_index, self.last_index / self.info.fps, frame)
-
-    def _skipped(self, exc: BaseException, consecutive: int) -> bool:
-        """Note an undecodable packet; False when the pass must stop."""
-        position = self.decoded_until_s
-        self.errors.append(f"undecodable data near {position:.2f} s: {_reason(exc, 200)}")
-        if consecutive < self.max_consecutive_errors:
-            return True
-        self.errors.append(f"decoding stopped at {position:.2f} s after {consecutive} bad packets")
-        return False
-
-
-@dataclass(frozen=True, eq=False)
-class PassFrame:
-    """A frame met by a ``SequentialPass``. It becomes pixels only when asked: a pass meets
-    every frame of the video and keeps few of them."""
-
-    index: int
-    timestamp_s: float
-    decoded: Any = field(repr=False)  # the decoder's frame
-
-    def to_array(self, size: tuple[int, int], *, pixel_format: str = "rgb24") -> np.ndarray:
-        """The frame at ``size`` (width, height), averaged over source pixels when shrunk,
-        which keeps fine detail (text, edges) from aliasing; ``bgr24`` for OpenCV code."""
-        width, height = size
-        image: np.ndarray = self.decoded.to_ndarray(
-            format=pixel_format, width=width, height=height, interpolation="AREA"
-        )
-        return image
-
-
-class RateSampler:
-    """Picks frames of a sequential pass about ``fps`` times a second of video: the first
-    frame at or after each tick. A tick with no frame of its own (a gap, a low frame rate)
-    is skipped, not made up later, so the frames taken stay evenly spread."""
-
-    def __init__(self, fps: float) -> None:
-        self.step = 1.0 / fps
-        self.next_s = 0.0
-
-    def takes(self, timestamp_s: float) -> bool:
-        if timestamp_s + _EPS < self.next_s:
-            return False
-        while self.next_s <= timestamp_s + _EPS:
-            self.next_s += self.step
-        return True
-
-
 class DecordReader(_ReaderBase):
     """decord's batch decoder; seeks to the keyframe before each wanted frame only when needed."""
 
@@ -548,7 +340,7 @@ class DecordReader(_ReaderBase):
             fps = float(self._reader.get_avg_fps())
         except Exception as exc:  # decord raises DECORDError and RuntimeError alike
             raise VideoUnreadableError(
-                f"decord cannot open {info.path}: {_reason(exc)}", path=info.path
+                f"decord cannot open {info.path}: {error_reason(exc)}", path=info.path
             ) from None
         if count <= 0 or not fps > 0:
             raise NoDecodableFramesError(
@@ -688,65 +480,3 @@ def read_frames(path: str | Path, timestamps: Iterable[float], config: VideoConf
     """Open, read the frames at ``timestamps`` and close: for one-off use."""
     with open_video(path, config) as reader:
         return reader.frames_at(list(timestamps))
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _open_stream(info: VideoInfo) -> tuple[Any, Any]:
-    """A PyAV container of ``info.path`` and its first video stream."""
-    import av
-
-    try:
-        container = av.open(info.path)
-        return container, container.streams.video[0]
-    except (av.error.FFmpegError, IndexError, ValueError) as exc:
-        raise VideoUnreadableError(
-            f"PyAV cannot open {info.path}: {_reason(exc)}", path=info.path
-        ) from None
-
-
-class _StreamClock:
-    """Frame indices from presentation times and back, as every PyAV path counts them:
-    frame ``round(seconds since the stream's start * fps)``."""
-
-    def __init__(self, stream: Any, info: VideoInfo) -> None:
-        if stream.time_base is None:
-            raise VideoUnreadableError(
-                f"the video stream of {info.path} has no time base", path=info.path
-            )
-        self.time_base = float(stream.time_base)
-        self.start = stream.start_time or 0
-        self.fps = info.fps
-
-    def index_of(self, pts: int) -> int:
-        return round((pts - self.start) * self.time_base * self.fps)
-
-    def pts_of(self, index: int) -> int:
-        return self.start + round(index / self.fps / self.time_base)
-
-
-def _check_file(path: str | Path) -> Path:
-    file = Path(path).expanduser()
-    if not file.exists():
-        raise VideoNotFoundError(f"video file {file} does not exist", path=str(file))
-    if not file.is_file():
-        raise VideoNotFoundError(f"video path {file} is not a file", path=str(file))
-    if file.stat().st_size == 0:
-        raise VideoUnreadableError(f"video file {file} is empty (0 bytes)", path=str(file))
-    if not os.access(file, os.R_OK):
-        raise VideoUnreadableError(f"video file {file} is not readable", path=str(file))
-    return file
-
-
-def _stream_duration(container, stream) -> float:
-    if stream.duration and stream.time_base:
-        return float(stream.duration * stream.time_base)
-    if container.duration:
-        return container.duration / 1_000_000  # AV_TIME_BASE
-    return 0.0
-
-
-def _reason(exc: BaseException | str, limit: int = 300) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:limit] if text else type(exc).__name__

@@ -27,7 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from videotapestry.errors import VideoWindowError
-from videotapestry.video.reader import Frame, VideoReader, index_at
+from videotapestry.video.container import index_at
+from videotapestry.video.reader import Frame, VideoReader
 from videotapestry.video.windows import TimeWindow
 
 _EPS = 1e-9
