@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import numpy as np
 from pydantic import (
@@ -34,14 +34,7 @@ from pydantic import (
 from videotapestry.errors import MemoryFormatError
 
 NodeKind = Literal["RootEvent", "SuperEvent", "MacroEvent", "Entity", "Event", "OCRText"]
-NODE_KINDS: tuple[str, ...] = (
-    "RootEvent",
-    "SuperEvent",
-    "MacroEvent",
-    "Entity",
-    "Event",
-    "OCRText",
-)
+NODE_KINDS: tuple[str, ...] = get_args(NodeKind)
 #: Kinds that live inside a MacroEvent's subgraph (and are embedded for semantic search).
 SUBGRAPH_KINDS: tuple[str, ...] = ("Entity", "Event", "OCRText")
 

@@ -28,6 +28,7 @@ from videotapestry.files import write_atomic, write_json_atomic
 from videotapestry.memory.formats.json_files import read_json
 from videotapestry.memory.manifest import SCHEMA_VERSION, check_fingerprint, new_manifest
 from videotapestry.memory.types import (
+    NODE_KINDS,
     AnyNode,
     Clip,
     EntityGroup,
@@ -268,14 +269,7 @@ def describe_validation_error(
     for error in exc.errors()[:5]:
         loc = [str(p) for p in error["loc"]]
         # Discriminated unions put the kind name first in the location; it is not a field.
-        if loc and loc[0] in (
-            "RootEvent",
-            "SuperEvent",
-            "MacroEvent",
-            "Entity",
-            "Event",
-            "OCRText",
-        ):
+        if loc and loc[0] in NODE_KINDS:
             loc = loc[1:]
         field_path = ".".join(p for p in (where, *loc) if p) or "(top level)"
         lines.append(f"{origin}: field {field_path}{label}: {error['msg']}")
