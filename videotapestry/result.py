@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from videotapestry.agents.state import (
     AnswerOutcome,
+    Citation,
     Degradation,
     HandoffEntry,
     LevelOutcome,
@@ -61,6 +62,10 @@ class Result:
     images: list[ImagePart] = field(default_factory=list, repr=False)
     #: What made this run differ from the method (SPEC §7a); empty for a faithful run.
     degraded: list[Degradation] = field(default_factory=list)
+    #: The answer in words: a free-form question's answer, or the chosen option's text.
+    answer_text: str = ""
+    #: The claims of the answer with the evidence each cites (moments of the video).
+    citations: list[Citation] = field(default_factory=list)
     handoff: list[HandoffEntry] = field(default_factory=list)
     #: Identifies the exploration; a reanswered result keeps its exploration's id.
     run_id: str = ""
@@ -159,6 +164,8 @@ class Result:
             "prompt_hashes": self.prompt_hashes,
             "observation_disabled": self.observation_disabled,
             "degraded": [d.model_dump(mode="json") for d in self.degraded],
+            "answer_text": self.answer_text,
+            "citations": [c.model_dump(mode="json") for c in self.citations],
             "reassembled_from": self.reassembled_from,
             "elapsed_s": round(self.elapsed_s, 3),
         }
@@ -295,6 +302,8 @@ def load_result(path: str | Path) -> Result:
             observation_disabled=summary.get("observation_disabled"),
             elapsed_s=summary.get("elapsed_s", 0.0),
             degraded=[Degradation.model_validate(d) for d in summary.get("degraded", [])],
+            answer_text=summary.get("answer_text", ""),
+            citations=[Citation.model_validate(c) for c in summary.get("citations", [])],
             handoff=[HandoffEntry.model_validate(item) for item in data["handoff"]],
             run_id=summary.get("run_id", ""),
             reassembled_from=summary.get("reassembled_from"),

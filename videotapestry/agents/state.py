@@ -130,6 +130,43 @@ class LevelOutcome(_Model):
     degraded: list[Degradation] = Field(default_factory=list)
 
 
+EvidenceKind = Literal["frame", "transcript_line", "stored_node"]
+
+
+class EvidenceRef(_Model):
+    """One piece of evidence a rewritten node or a cited claim rests on, with its times.
+
+    Kept as structure from the moment a tool returns it (a frame's timestamp, a transcript
+    line as said, a stored node's time range), never parsed back from model text, so a
+    citation resolves to the moments of the video that support it.
+    """
+
+    #: How the composite memory and the Answer agent name it: ``F3`` a frame, ``T2`` a
+    #: transcript line, or a stored node's own id (``macro_0003``).
+    id: str
+    kind: EvidenceKind
+    level: Level
+    start_s: float
+    end_s: float
+    #: A transcript line verbatim, a frame's observation source (``V1``), a node's label.
+    text: str = ""
+
+
+class Citation(_Model):
+    """One claim of an answer and the evidence it cites: spans to look at, sources to read."""
+
+    claim: str
+    sources: list[EvidenceRef]
+
+    @property
+    def spans(self) -> list[tuple[float, float]]:
+        return [(source.start_s, source.end_s) for source in self.sources]
+
+    @property
+    def levels(self) -> list[str]:
+        return list(dict.fromkeys(source.level for source in self.sources))
+
+
 class HandoffEntry(_Model):
     """One line of the compact trace the Answer agent sees: who handed what down, or STOP."""
 
