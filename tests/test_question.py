@@ -38,6 +38,11 @@ def test_letters_follow_labels_or_positions() -> None:
     assert labelled_options(["(A) x", "(B) y"]) == ["(A) x", "(B) y"]
 
 
+def test_a_question_without_options_is_free_form() -> None:
+    assert validate_question("What is the door code?", []) == []
+    assert validate_question("What is the door code?") == []
+
+
 def test_up_to_26_options() -> None:
     assert validate_question("q?", [f"o{i}" for i in range(26)])[-1] == "Z"
     with pytest.raises(QuestionError, match="at most 26 options"):
@@ -48,7 +53,6 @@ def test_up_to_26_options() -> None:
     ("question", "options", "problem"),
     [
         ("  ", ["A. a", "B. b"], "the question is empty"),
-        ("q?", [], "at least 2 options, got 0"),
         ("q?", ["A. a"], "at least 2 options, got 1"),
         ("q?", ["A. a", "A. b"], "options 1 and 2 both have the letter A"),
         ("q?", ["B. a", "x"], "options 1 and 2 both have the letter B"),

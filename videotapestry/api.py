@@ -25,9 +25,10 @@ from typing import Any
 
 from videotapestry import plugins
 from videotapestry.agents.answer import run_answer_agent
+from videotapestry.agents.citations import citable
 from videotapestry.agents.context import ProgressCallback, RunContext
 from videotapestry.agents.rules import is_global_question
-from videotapestry.agents.state import AnswerOutcome, QuestionInput
+from videotapestry.agents.state import QuestionInput
 from videotapestry.assemble import CompositeMemory, assemble
 from videotapestry.config import Config, load_config, validate_config
 from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
@@ -67,7 +68,7 @@ class QuestionItem:
     video: str | Path | None
     memory: str | Path | VideoMemory
     question: str
-    options: Sequence[str]
+    options: Sequence[str] = ()
     question_id: str | None = None
     subtitle_path: str | Path | None = None
     subtitle_offset_s: float = 0.0
@@ -146,7 +147,7 @@ class VideoTapestry:
         video: str | Path | None,
         memory: str | Path | VideoMemory,
         question: str,
-        options: Sequence[str],
+        options: Sequence[str] | None = None,
         *,
         question_id: str | None = None,
         no_video: bool = False,
@@ -157,15 +158,18 @@ class VideoTapestry:
         thread_id: str | None = None,
         keep_images: bool = True,
     ) -> Result:
-        """Answer one question. ``keep_images`` keeps the JPEGs the agents saw on the result
-        (for notebooks); batch runs leave it off, as hundreds of questions would hold GBs.
+        """Answer one question: multiple-choice with ``options``, free-form without (the same
+        method; the Answer agent then answers in words, ``Result.answer_text``). Either way
+        the result cites the moments its answer rests on (``Result.citations``).
+        ``keep_images`` keeps the JPEGs the agents saw on the result (for notebooks); batch
+        runs leave it off, as hundreds of questions would hold GBs.
 
         Raises ``QuestionError`` for a malformed question and ``ModelAuthError`` for a
         missing key before anything is loaded; errors that would repeat on every model call
         (a refused key, an unknown model) stop the question with a ``ModelCallError``.
         """
-        validate_question(question, options)
-        options = labelled_options(options)
+        validate_question(question, options or [])
+        options = labelled_options(options or [])
         self.service.check_credentials(self._roles())
         started = time.perf_counter()
         qid = question_id or short_hash(question, *options)
@@ -258,6 +262,8 @@ class VideoTapestry:
                 options=item.options,
                 memory=composite.text,
                 handoff_trace=composite.handoff_trace,
+                evidence=citable(exploration.levels),
+                nodes=loaded.memory,
             )
         except BaseException as exc:
             attach_spent(exc, session.usage.summary())
@@ -271,7 +277,7 @@ class VideoTapestry:
         return Result.from_run(
             exploration,
             composite,
-            AnswerOutcome(**answer.__dict__),
+            answer,
             session,
             variant=variant,
             memory=loaded.memory,

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from videotapestry.agents.citations import observation_refs, refs_text
 from videotapestry.agents.options import strip_option_steering
 from videotapestry.agents.state import HandoffEntry, LevelOutcome
 from videotapestry.memory import VideoMemory
@@ -86,11 +87,14 @@ def assemble(
                 if parent is None or parent.id != super_event.id:
                     continue
                 children.append(_entry(memory, macro_id, macros.refined[macro_id], "  "))
+                children += _refs(macros, macro_id, "  ")
                 if focus is not None and macro_id in focus.refined:
                     children.append("    Evidence:")
                     children += [f"    {line}" for line in focus.refined[macro_id].splitlines()]
+                    children += _refs(focus, macro_id, "    ")
         if include_super and supers is not None:
             lines.append(_entry(memory, super_event.id, supers.refined[super_event.id], ""))
+            lines += _refs(supers, super_event.id, "")
         elif children:
             lines.append(f"(in {super_event.id} [{clock_range(super_event.time_range)}])")
         lines += children
@@ -107,6 +111,13 @@ def _entry(memory: VideoMemory, node_id: str, text: str, indent: str) -> str:
     return head + body[0] + "".join(f"\n{indent}  {line}" for line in body[1:])
 
 
+def _refs(outcome: LevelOutcome, node_id: str, indent: str) -> list[str]:
+    """The line naming the frames and transcript lines a refined node rests on, by the ids
+    the Answer agent cites; none for a node that rests on its stored text alone."""
+    text = refs_text(outcome.sources.get(node_id, []))
+    return [f"{indent}  refs: {text}"] if text else []
+
+
 def _evidence_log(levels: Sequence[LevelOutcome]) -> list[str]:
     lines = ["Evidence log (new observations, in the order they were made):"]
     for outcome in levels:
@@ -116,4 +127,7 @@ def _evidence_log(levels: Sequence[LevelOutcome]) -> list[str]:
             windows = ", ".join(format_range(s, e) for s, e in obs.windows)
             lines.append(f"- {outcome.level} {obs.kind} {windows}: {obs.result.strip()}")
             lines += [f"  {format_range(s, e)} {text}" for s, e, text in obs.evidence_lines]
+        refs = refs_text(observation_refs(outcome.observations))
+        if refs:
+            lines.append(f"  refs: {refs}")
     return lines

@@ -26,6 +26,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from videotapestry.agents.answer import run_answer_agent, run_direct_answer
+from videotapestry.agents.citations import citable
 from videotapestry.agents.context import RunContext
 from videotapestry.agents.focus import run_focus
 from videotapestry.agents.level_protocol import LevelAgent
@@ -35,7 +36,9 @@ from videotapestry.agents.single_agent import run_controller
 from videotapestry.agents.skim import run_skim
 from videotapestry.agents.state import (
     AnswerOutcome,
+    Citation,
     Degradation,
+    EvidenceRef,
     HandoffEntry,
     ImageRef,
     LevelCalls,
@@ -45,13 +48,15 @@ from videotapestry.agents.state import (
     QuestionInput,
 )
 from videotapestry.assemble import assemble
-from videotapestry.baselines.direct import direct_frames
+from videotapestry.baselines.direct import direct_frame_refs, direct_frames
 from videotapestry.variants import FULL, variant_named
 
 #: Our state types, allowed through LangGraph's msgpack checkpoint serializer.
 STATE_TYPES = (
     AnswerOutcome,
+    Citation,
     Degradation,
+    EvidenceRef,
     HandoffEntry,
     ImageRef,
     LevelCalls,
@@ -160,15 +165,17 @@ async def answer_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str,
     ctx = _context(runtime)
     ctx.report(level="answer", step="answer")
     question = state["question"]
-    result = await run_answer_agent(
+    answer = await run_answer_agent(
         ctx.session,
         ctx.prompts,
         question=question.question,
         options=question.options,
         memory=state["memory_text"],
         handoff_trace=state.get("handoff_text", ""),
+        evidence=citable(state.get("levels", [])),
+        nodes=ctx.memory,
     )
-    return {"answer": AnswerOutcome(**result.__dict__)}
+    return {"answer": answer}
 
 
 async def direct_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -176,15 +183,17 @@ async def direct_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str,
     question = state["question"]
     ctx.report(level="answer", step="direct")
     frames = await direct_frames(ctx)
-    result = await run_direct_answer(
+    answer = await run_direct_answer(
         ctx.session,
         ctx.prompts,
         question=question.question,
         options=question.options,
         frames=frames,
+        frame_refs=direct_frame_refs(frames, ctx.duration_s),
         video_duration=ctx.duration_s,
+        nodes=ctx.memory,
     )
-    return {"answer": AnswerOutcome(**result.__dict__)}
+    return {"answer": answer}
 
 
 def _after(next_level: str) -> Callable[[QAState], str]:

@@ -1,5 +1,5 @@
-"""A multiple-choice question's options: their letters, their texts, and the checks made
-before a question costs anything.
+"""A question's options: their letters, their texts, and the checks made before a question
+costs anything. A question without options is free-form: it is answered in words.
 
 Benchmarks write options differently ("A. …", "(A) …", plain texts) and have 4 (Video-MME),
 5 (LongVideoBench, EgoSchema) or more of them; every module that needs an option's letter or
@@ -47,19 +47,23 @@ def option_letters(options: Sequence[str]) -> list[str]:
     ]
 
 
-def validate_question(question: str, options: Sequence[str]) -> list[str]:
-    """Check a question before any model call; return its option letters.
+def validate_question(question: str, options: Sequence[str] = ()) -> list[str]:
+    """Check a question before any model call; return its option letters (none for a
+    free-form question).
 
-    A question that cannot be answered well-formedly (no text, fewer than two options,
-    more than 26, two options with one letter, an option with no text) is refused here with
-    a message naming the problem, instead of failing after every call has been paid for.
+    A question that cannot be answered well-formedly (no text, a single option, more than
+    26, two options with one letter, an option with no text) is refused here with a message
+    naming the problem, instead of failing after every call has been paid for.
     """
     problems = []
     if not isinstance(question, str) or not question.strip():
         problems.append("the question is empty")
     options = list(options)
-    if len(options) < 2:
-        problems.append(f"a multiple-choice question needs at least 2 options, got {len(options)}")
+    if len(options) == 1:
+        problems.append(
+            "a multiple-choice question needs at least 2 options, got 1 (give none for a "
+            "free-form question)"
+        )
     if len(options) > MAX_OPTIONS:
         problems.append(f"at most {MAX_OPTIONS} options (A-Z) are supported, got {len(options)}")
     for index, option in enumerate(options):

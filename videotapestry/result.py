@@ -106,7 +106,7 @@ class Result:
         so both are built here. ``variant`` names the final memory (for a run from the
         start, the config's variant); ``memory`` is where the nodes the levels examined are
         looked up; ``session`` holds the model calls this answer made. A fallback answer
-        is added to the exploration's degradations.
+        and cited ids that name no evidence are added to the exploration's degradations.
         """
         question = exploration.question
         return cls(
@@ -128,6 +128,8 @@ class Result:
             elapsed_s=elapsed_s,
             images=list(images),
             degraded=[*exploration.degraded, *_answer_degradation(answer)],
+            answer_text=answer.text,
+            citations=list(answer.citations),
             handoff=list(exploration.handoff),
             run_id=exploration.run_id,
             reassembled_from=reassembled_from,
@@ -209,17 +211,25 @@ def _node_times(
 
 
 def _answer_degradation(answer: AnswerOutcome) -> list[Degradation]:
-    if answer.source != "fallback":
-        return []
-    why = answer.error or f"no option letter in the reply {answer.raw_answer[:80]!r}"
-    return [
-        Degradation(
-            kind="answer_fallback",
-            level="answer",
-            what=f"answer letter (the first option, {answer.letter}, is a guess)",
-            why=why,
+    lost = []
+    if answer.source == "fallback" and answer.letter:
+        why = answer.error or f"no option letter in the reply {answer.raw_answer[:80]!r}"
+        what = f"answer letter (the first option, {answer.letter}, is a guess)"
+        lost.append(Degradation(kind="answer_fallback", level="answer", what=what, why=why))
+    elif answer.source == "fallback":
+        why = answer.error or "the reply holds no answer"
+        what = "answer (a free-form question left unanswered)"
+        lost.append(Degradation(kind="answer_fallback", level="answer", what=what, why=why))
+    if answer.invalid_citations:
+        lost.append(
+            Degradation(
+                kind="citation_invalid",
+                level="answer",
+                what=f"citations of {', '.join(answer.invalid_citations)}",
+                why="the ids name no frame, transcript line or memory node; they were dropped",
+            )
         )
-    ]
+    return lost
 
 
 @dataclass(frozen=True)

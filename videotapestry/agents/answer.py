@@ -1,32 +1,30 @@
-"""The Answer agent: one call over the composite memory, and always exactly one letter.
+"""The Answer agent: one call over the composite memory, an answer, and what it rests on.
 
-It sees only the question, the options, the compact handoff trace and the serialized
-composite memory: no tools, no retrieval, no video. Whatever the model returns (or if the
-call fails), the result is one valid option letter; ``source`` records how it was obtained so
-reports can count fallbacks instead of hiding them.
+It sees only the question (with its options, when it has them), the compact handoff trace
+and the serialized composite memory: no tools, no retrieval, no video. A multiple-choice
+question always ends with exactly one valid letter, whatever the model returns or if the
+call fails; a free-form question ends with the model's answer in words. ``source`` records
+how the answer was obtained, so reports count fallbacks instead of hiding them.
+
+The reply also cites the evidence the answer rests on by the ids the composite memory shows
+(frames, transcript lines, memory nodes); the ids are resolved here to the moments of the
+video they stand for, and an id that names nothing is dropped and reported.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
+from videotapestry.agents.citations import resolve_citations
 from videotapestry.agents.options import extract_answer_letter
+from videotapestry.agents.state import AnswerOutcome, EvidenceRef
 from videotapestry.contracts.method import FinalAnswer
 from videotapestry.errors import ModelCallError, StructuredOutputError
 from videotapestry.images import ImagePart
 from videotapestry.llm.service import ModelSession
+from videotapestry.memory import VideoMemory
 from videotapestry.prompts import PromptRegistry, RenderedPrompt
-
-
-@dataclass(frozen=True)
-class AnswerResult:
-    letter: str
-    reasoning: str
-    raw_answer: str
-    source: str  # answer | option_text | reasoning | fallback
-    prompt_hash: str
-    error: str | None = None
+from videotapestry.question import option_body, option_letters
 
 
 async def run_answer_agent(
@@ -37,7 +35,11 @@ async def run_answer_agent(
     options: Sequence[str],
     memory: str,
     handoff_trace: str,
-) -> AnswerResult:
+    evidence: Mapping[str, EvidenceRef],
+    nodes: VideoMemory,
+) -> AnswerOutcome:
+    """``evidence`` are the observed refs the composite memory shows; ``nodes`` is the
+    stored memory, whose node ids are citable over their time ranges."""
     prompt = prompts.render(
         "final_answer",
         question=question,
@@ -45,7 +47,7 @@ async def run_answer_agent(
         handoff_trace=handoff_trace,
         memory=memory,
     )
-    return await _answer(session, "answer", prompt, options, images=())
+    return await _answer(session, "answer", prompt, options, (), evidence, nodes)
 
 
 async def run_direct_answer(
@@ -55,17 +57,23 @@ async def run_direct_answer(
     question: str,
     options: Sequence[str],
     frames: Sequence[ImagePart],
+    frame_refs: Sequence[EvidenceRef],
     video_duration: float,
-) -> AnswerResult:
-    """The Direct baseline: uniformly sampled frames straight to the model."""
+    nodes: VideoMemory,
+) -> AnswerOutcome:
+    """The Direct baseline: uniformly sampled frames straight to the model, each citable by
+    its ``frame_refs`` id."""
     prompt = prompts.render(
         "direct_answer",
         question=question,
         options=list(options),
         video_duration=round(video_duration, 1),
-        image_notes=[image.label for image in frames],
+        image_notes=[
+            f"{ref.id}: {image.label}" for ref, image in zip(frame_refs, frames, strict=True)
+        ],
     )
-    return await _answer(session, "direct", prompt, options, images=frames)
+    evidence = {ref.id: ref for ref in frame_refs}
+    return await _answer(session, "direct", prompt, options, frames, evidence, nodes)
 
 
 async def _answer(
@@ -73,13 +81,16 @@ async def _answer(
     role: str,
     prompt: RenderedPrompt,
     options: Sequence[str],
-    *,
     images: Sequence[ImagePart],
-) -> AnswerResult:
+    evidence: Mapping[str, EvidenceRef],
+    nodes: VideoMemory,
+) -> AnswerOutcome:
     error = None
+    claims: list[tuple[str, list[str]]] = []
     try:
         reply = await session.complete_json(role, prompt, FinalAnswer, images)
         raw_answer, reasoning = reply.answer, reply.reasoning
+        claims = [(c.claim, c.ids) for c in reply.citations]
     except StructuredOutputError as exc:
         # The model answered, just not in the schema: its text may still name a letter.
         raw_answer, reasoning, error = exc.raw_text, exc.raw_text, str(exc)
@@ -87,14 +98,26 @@ async def _answer(
         if not exc.recoverable:
             raise
         raw_answer, reasoning, error = "", "", str(exc)
-    choice = extract_answer_letter(raw_answer, reasoning, options)
-    if choice.source == "fallback":
-        session.trace.note("answer_fallback", role=role, letter=choice.letter, error=error)
-    return AnswerResult(
-        letter=choice.letter,
+    citations, invalid = resolve_citations(claims, evidence, nodes)
+    if invalid:
+        session.trace.note("citation_invalid", role=role, ids=invalid)
+    if options:
+        choice = extract_answer_letter(raw_answer, reasoning, options)
+        letter, source = choice.letter, choice.source
+        text = option_body(options[option_letters(options).index(letter)])
+    else:
+        letter, text = "", " ".join(raw_answer.split())
+        source = "answer" if text else "fallback"
+    if source == "fallback":
+        session.trace.note("answer_fallback", role=role, letter=letter, error=error)
+    return AnswerOutcome(
+        letter=letter,
+        text=text,
         reasoning=reasoning,
         raw_answer=raw_answer,
-        source=choice.source,
+        source=source,
         prompt_hash=prompt.hash,
         error=error,
+        citations=citations,
+        invalid_citations=invalid,
     )

@@ -28,6 +28,7 @@ from typing import Any, Protocol, TypedDict, TypeVar
 
 from pydantic import BaseModel
 
+from videotapestry.agents.citations import node_sources, observation_refs
 from videotapestry.agents.context import LevelBudget, RunContext
 from videotapestry.agents.options import strip_option_steering
 from videotapestry.agents.rules import (
@@ -40,6 +41,7 @@ from videotapestry.agents.state import (
     AGENT_NAMES,
     Degradation,
     DegradationKind,
+    EvidenceRef,
     Level,
     LevelCalls,
     LevelOutcome,
@@ -329,6 +331,7 @@ async def run_level(
         log.lost_observation(observation)
 
     refined = dict(static)
+    sources: dict[str, list[EvidenceRef]] = {}
     if ctx.updates_enabled:
         # Algorithm 2 updates the valid requested ids, and only those.
         valid = set(candidates)
@@ -340,7 +343,7 @@ async def run_level(
             log.note("the plan requested no valid update id; no node was rewritten")
         elif budget.spend("update"):
             ctx.report(level=level, step="update", agent=agent)
-            refined |= await rewrite_nodes(
+            rewrites = await rewrite_nodes(
                 ctx,
                 {i: static[i] for i in targets},
                 observations,
@@ -349,6 +352,19 @@ async def run_level(
                 variables=level_variables(agent, level, question, instruction_in),
                 update_instruction=clean(plan.thought),
             )
+            refined |= rewrites.texts
+            refs = observation_refs(observations)
+            sources = {
+                node_id: node_sources(
+                    ctx.memory,
+                    node_id,
+                    level,
+                    refs,
+                    rewritten=node_id not in rewrites.compressed,
+                    spans=memories.intervals.get(node_id),
+                )
+                for node_id in rewrites.texts
+            }
 
     ctx.report(level=level, step="decide", agent=agent)
     fallback = rank_by_overlap(_spans(memories), windows) if windows else []
@@ -387,7 +403,17 @@ async def run_level(
         calls=LevelCalls(observations=budget.observations, updates=budget.updates),
         notes=log.notes,
         degraded=log.degraded,
+        sources=sources,
     )
+
+
+@dataclass(frozen=True)
+class Rewrites:
+    """What an update call gave: each rewritten node's new text, and which of them it judged
+    irrelevant (compressed to a tiny summary, resting on their stored node alone)."""
+
+    texts: dict[str, str]
+    compressed: frozenset[str] = frozenset()
 
 
 async def rewrite_nodes(
@@ -399,7 +425,7 @@ async def rewrite_nodes(
     level: Level,
     variables: LevelVariables,
     update_instruction: str,
-) -> dict[str, str]:
+) -> Rewrites:
     """One update-tool call over ``texts`` (id → current text); the new texts it gave.
 
     A node whose entry is unusable, missing or empty keeps its text (and the level log says
@@ -419,21 +445,25 @@ async def rewrite_nodes(
         observations=observation_sources(observations),
     )
     rewritten: dict[str, str] = {}
+    compressed: set[str] = set()
     for node_id in texts:
+        rewrite = reply.updated_memories.get(node_id)
         if node_id in reply.rejected:
             log.degrade(
                 "update_rejected",
                 f"level_update entry {node_id}",
                 f"{reply.rejected[node_id]}; its original text is kept",
             )
-        elif text := rewritten_text(reply.updated_memories.get(node_id)):
+        elif text := rewritten_text(rewrite):
             rewritten[node_id] = text
+            if rewrite is not None and rewrite.is_relevant is False:
+                compressed.add(node_id)
         else:
             log.note(f"no valid rewrite for {node_id}; original text kept")
     unknown = sorted(set(reply.updated_memories) - set(texts))
     if unknown:
         log.note(f"rewrites for ids not requested were ignored: {unknown}")
-    return rewritten
+    return Rewrites(rewritten, frozenset(compressed))
 
 
 def rewritten_text(rewrite: NodeRewrite | None) -> str:

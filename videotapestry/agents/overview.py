@@ -10,7 +10,9 @@ protected set (evidence-linked events and their neighbours) keeps its text and g
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection, Mapping, Sequence
 
+from videotapestry.agents.citations import node_sources, observation_refs
 from videotapestry.agents.context import LevelBudget, RunContext
 from videotapestry.agents.level_protocol import (
     LevelLog,
@@ -34,6 +36,7 @@ from videotapestry.agents.rules import (
 )
 from videotapestry.agents.state import (
     AGENT_NAMES,
+    EvidenceRef,
     LevelCalls,
     LevelOutcome,
     Observation,
@@ -48,7 +51,7 @@ from videotapestry.contracts.method import (
     SuperMemoryUpdate,
     SuperUpdate,
 )
-from videotapestry.memory import MultiAnchorResult
+from videotapestry.memory import MultiAnchorResult, VideoMemory
 from videotapestry.memory.prompt_text import clock_range, serialize_root
 from videotapestry.timecode import format_range
 from videotapestry.video import asr_windows, visual_window
@@ -247,6 +250,7 @@ async def run_overview(
     protected = protected_set(ids, evidence_ids)
 
     refined = dict(static)
+    sources: dict[str, list[EvidenceRef]] = {}
     if ctx.updates_enabled and not evidence_ids:
         # Compressing every SuperEvent around no evidence would leave a scaffold worse than
         # the static memory: keep the stored texts and say why.
@@ -308,6 +312,9 @@ async def run_overview(
             )
             for i in ids
         }
+        sources = _super_sources(
+            memory, ids, protected, visual_linked, evidence_by_super, observation_refs(observations)
+        )
 
     ctx.report(level="super", step="decide", agent=agent)
     fallback_ids = evidence_ids or rank_by_overlap(spans, [window])
@@ -352,7 +359,34 @@ async def run_overview(
         ),
         notes=log.notes + ([f"transcript lines read: {len(transcript)}"] if speech else []),
         degraded=log.degraded,
+        sources=sources,
     )
+
+
+def _super_sources(
+    memory: VideoMemory,
+    ids: Sequence[str],
+    protected: Collection[str],
+    visual_linked: Collection[str],
+    evidence_by_super: Mapping[str, Sequence[TranscriptLine]],
+    refs: Sequence[EvidenceRef],
+) -> dict[str, list[EvidenceRef]]:
+    """What each SuperEvent's new text rests on: a protected one, its stored node with the
+    frames of the visual observation linked to it and the transcript lines the program gave
+    it; a compressed one, its stored node alone."""
+    sources = {}
+    for node_id in ids:
+        lines = {(line.start_s, line.end_s, line.text) for line in evidence_by_super[node_id]}
+        linked = [
+            ref
+            for ref in refs
+            if (ref.kind == "frame" and node_id in visual_linked)
+            or (ref.kind == "transcript_line" and (ref.start_s, ref.end_s, ref.text) in lines)
+        ]
+        sources[node_id] = node_sources(
+            memory, node_id, "super", linked, rewritten=node_id in protected
+        )
+    return sources
 
 
 def _nothing_linked_reason(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from videotapestry.agents.citations import node_sources, observation_refs
 from videotapestry.agents.context import LevelBudget, RunContext
 from videotapestry.agents.focus import focus_memories
 from videotapestry.agents.level_protocol import (
@@ -38,6 +39,7 @@ from videotapestry.agents.rules import (
 )
 from videotapestry.agents.state import (
     SINGLE_AGENT_NAME,
+    EvidenceRef,
     HandoffEntry,
     Level,
     LevelCalls,
@@ -65,6 +67,8 @@ class _Controller:
     opened: list[str] = field(default_factory=list)
     touched_macros: list[str] = field(default_factory=list)
     observations: list[Observation] = field(default_factory=list)
+    #: Nodes (keys of ``texts``) the update tool judged irrelevant and compressed.
+    compressed: set[str] = field(default_factory=set)
     trajectory: list[str] = field(default_factory=list)
     handoff: list[HandoffEntry] = field(default_factory=list)
     selections: dict[str, dict] = field(default_factory=dict)
@@ -227,8 +231,12 @@ async def _act(
     written = []
     for target in targets:
         node_id = _display_id(target)
-        if node_id in rewritten:
-            state.texts[target] = rewritten[node_id]
+        if node_id in rewritten.texts:
+            state.texts[target] = rewritten.texts[node_id]
+            if node_id in rewritten.compressed:
+                state.compressed.add(target)
+            else:
+                state.compressed.discard(target)
             written.append(node_id)
             if memory.node(node_id).kind == "MacroEvent" and node_id not in state.touched_macros:
                 state.touched_macros.append(node_id)
@@ -308,6 +316,19 @@ def _outcomes(
         else state.texts[i]
         for i in super_ids
     }
+    refs = observation_refs(state.observations)
+
+    def sources(keys: dict[str, str], level: Level) -> dict[str, list[EvidenceRef]]:
+        """Node id → its sources, for the nodes (keys of ``state.texts``) the controller
+        rewrote or gave transcript evidence."""
+        return {
+            node_id: node_sources(
+                memory, node_id, level, refs, rewritten=key not in state.compressed
+            )
+            for node_id, key in keys.items()
+            if state.texts[key] != state.static[key] or lines_by_super.get(key)
+        }
+
     common = {"agent": SINGLE_AGENT_NAME, "notes": [], "degraded": []}
     outcomes = [
         LevelOutcome(
@@ -321,6 +342,7 @@ def _outcomes(
             selected_ids=_parents(ctx, state.touched_macros),
             stop=not state.touched_macros,
             calls=calls,
+            sources=sources({i: i for i in super_ids}, "super"),
             **{**common, "notes": log.notes, "degraded": log.degraded},
         )
     ]
@@ -335,6 +357,7 @@ def _outcomes(
                 evidence_ids=[m for m in macros if state.texts[m] != state.static[m]],
                 selected_ids=list(state.opened),
                 stop=not state.opened,
+                sources=sources({m: m for m in macros}, "macro"),
                 **common,
             )
         )
@@ -347,6 +370,7 @@ def _outcomes(
                 static={m: state.static[f"evidence:{m}"] for m in state.opened},
                 evidence_selection=state.selections or None,
                 stop=True,
+                sources=sources({m: f"evidence:{m}" for m in state.opened}, "subgraph"),
                 **common,
             )
         )

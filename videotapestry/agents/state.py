@@ -27,10 +27,10 @@ class _Model(BaseModel):
 
 
 class QuestionInput(_Model):
-    """One multiple-choice question about one video."""
+    """One question about one video: multiple-choice, or free-form when it has no options."""
 
     question: str
-    options: list[str]
+    options: list[str] = Field(default_factory=list)
     question_id: str = "q"
     subtitle_path: str | None = None
     subtitle_offset_s: float = 0.0
@@ -74,6 +74,7 @@ DegradationKind = Literal[
     "call_fallback",  # a planning, update or decision call failed and took its fallback
     "update_rejected",  # some entries of an update reply were unusable; originals kept
     "answer_fallback",  # the Answer agent gave no usable letter: the letter is a guess
+    "citation_invalid",  # the answer cited ids that name no evidence (they were dropped)
 ]
 
 
@@ -106,6 +107,46 @@ class LevelCalls(_Model):
         return self.observations + self.updates + self.locators
 
 
+EvidenceKind = Literal["frame", "transcript_line", "stored_node"]
+
+
+class EvidenceRef(_Model):
+    """One piece of evidence a rewritten node or a cited claim rests on, with its times.
+
+    Kept as structure from the moment a tool returns it (a frame's timestamp, a transcript
+    line as said, a stored node's time range), never parsed back from model text, so a
+    citation resolves to the moments of the video that support it.
+    """
+
+    #: How the composite memory and the Answer agent name it: ``F3`` a frame, ``T2`` a
+    #: transcript line, or a stored node's own id (``macro_0003``).
+    id: str
+    kind: EvidenceKind
+    #: The level whose agent saw it; ``direct`` for the frames of the Direct baseline.
+    level: Level | Literal["direct"]
+    start_s: float
+    end_s: float
+    #: A transcript line verbatim, which observation showed a frame, a node's label.
+    text: str = ""
+    #: A frame's own timestamp (its span is the stretch of video it stands for).
+    at_s: float | None = None
+
+
+class Citation(_Model):
+    """One claim of an answer and the evidence it cites: spans to look at, sources to read."""
+
+    claim: str
+    sources: list[EvidenceRef]
+
+    @property
+    def spans(self) -> list[tuple[float, float]]:
+        return [(source.start_s, source.end_s) for source in self.sources]
+
+    @property
+    def levels(self) -> list[str]:
+        return list(dict.fromkeys(source.level for source in self.sources))
+
+
 class LevelOutcome(_Model):
     """Everything one visited level produced; the composite memory is assembled from these."""
 
@@ -128,43 +169,9 @@ class LevelOutcome(_Model):
     calls: LevelCalls = Field(default_factory=LevelCalls)
     notes: list[str] = Field(default_factory=list)
     degraded: list[Degradation] = Field(default_factory=list)
-
-
-EvidenceKind = Literal["frame", "transcript_line", "stored_node"]
-
-
-class EvidenceRef(_Model):
-    """One piece of evidence a rewritten node or a cited claim rests on, with its times.
-
-    Kept as structure from the moment a tool returns it (a frame's timestamp, a transcript
-    line as said, a stored node's time range), never parsed back from model text, so a
-    citation resolves to the moments of the video that support it.
-    """
-
-    #: How the composite memory and the Answer agent name it: ``F3`` a frame, ``T2`` a
-    #: transcript line, or a stored node's own id (``macro_0003``).
-    id: str
-    kind: EvidenceKind
-    level: Level
-    start_s: float
-    end_s: float
-    #: A transcript line verbatim, a frame's observation source (``V1``), a node's label.
-    text: str = ""
-
-
-class Citation(_Model):
-    """One claim of an answer and the evidence it cites: spans to look at, sources to read."""
-
-    claim: str
-    sources: list[EvidenceRef]
-
-    @property
-    def spans(self) -> list[tuple[float, float]]:
-        return [(source.start_s, source.end_s) for source in self.sources]
-
-    @property
-    def levels(self) -> list[str]:
-        return list(dict.fromkeys(source.level for source in self.sources))
+    #: What each rewritten node rests on: its stored node, then the frames and transcript
+    #: lines of the observations linked to it (a compressed node: its stored node only).
+    sources: dict[str, list[EvidenceRef]] = Field(default_factory=dict)
 
 
 class HandoffEntry(_Model):
@@ -182,12 +189,19 @@ class HandoffEntry(_Model):
 
 
 class AnswerOutcome(_Model):
+    """The Answer agent's answer: a letter for a multiple-choice question ("" for a
+    free-form one), the answer in words, and the evidence it cites."""
+
     letter: str
     reasoning: str
     raw_answer: str
-    source: str
+    source: str  # answer | option_text | reasoning | fallback
     prompt_hash: str
     error: str | None = None
+    text: str = ""
+    citations: list[Citation] = Field(default_factory=list)
+    #: Cited ids that name no evidence (dropped from ``citations``).
+    invalid_citations: list[str] = Field(default_factory=list)
 
 
 class QAState(TypedDict, total=False):

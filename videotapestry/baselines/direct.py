@@ -8,9 +8,13 @@ within the per-call image cap. Timestamps go in the prompt text, not into the pi
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
+from videotapestry.agents.citations import frame_spans
 from videotapestry.agents.context import RunContext
+from videotapestry.agents.state import EvidenceRef
 from videotapestry.images import ImagePart
+from videotapestry.timecode import format_timestamp
 from videotapestry.video import (
     decode_indices,
     frame_images,
@@ -30,3 +34,23 @@ async def direct_frames(ctx: RunContext) -> list[ImagePart]:
     )
     ctx.images.extend(images)
     return images
+
+
+def direct_frame_refs(images: Sequence[ImagePart], duration_s: float) -> list[EvidenceRef]:
+    """The frames the Direct baseline shows, citable as ``D1`` … in order; each stands for
+    the stretch of the video between the midpoints to its neighbours."""
+    times = [image.timestamps[0] if image.timestamps else 0.0 for image in images]
+    return [
+        EvidenceRef(
+            id=f"D{number}",
+            kind="frame",
+            level="direct",
+            start_s=start,
+            end_s=end,
+            text=f"frame at {format_timestamp(t)}",
+            at_s=t,
+        )
+        for number, (t, (start, end)) in enumerate(
+            zip(times, frame_spans(times, [(0.0, duration_s)]), strict=True), 1
+        )
+    ]

@@ -23,13 +23,19 @@ from videotapestry.commands.common import (
 
 def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOptions) -> None:
     parser = subparsers.add_parser(
-        "ask", help="answer one multiple-choice question about a video from its memory"
+        "ask",
+        help="answer one question about a video from its memory (multiple-choice with "
+        "--option, else free-form), citing the moments the answer rests on",
     )
     parser.add_argument("video", nargs="?", help="the video file (omit to answer from memory only)")
     parser.add_argument("--memory", required=True, help="memory directory (native or MemDreamer)")
     parser.add_argument("--question", required=True)
     parser.add_argument(
-        "--option", action="append", required=True, metavar='"A. ..."', help="repeat per option"
+        "--option",
+        action="append",
+        default=[],
+        metavar='"A. ..."',
+        help="repeat per option; none: a free-form question, answered in words",
     )
     parser.add_argument("--no-video", action="store_true", help="disable observation")
     parser.add_argument("--subtitles", metavar="FILE", help="subtitle file (SRT, WebVTT, LVB JSON)")

@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any
 from videotapestry.config import Config, available_profiles, load_config
 from videotapestry.prompts import PromptRegistry
 from videotapestry.question import option_label
+from videotapestry.timecode import format_range, format_timestamp
 
 if TYPE_CHECKING:
     from videotapestry.agents.context import ProgressCallback
-    from videotapestry.agents.state import LevelOutcome
+    from videotapestry.agents.state import Citation, LevelOutcome
     from videotapestry.api import VideoTapestry
     from videotapestry.result import Result
 
@@ -155,14 +156,34 @@ def level_lines(levels: Sequence[LevelOutcome]) -> list[str]:
     return lines
 
 
+def citation_lines(citations: Sequence[Citation]) -> list[str]:
+    """Each cited claim with the moments to look at: ``cites 05:31, 05:40-05:44: claim``."""
+    if not citations:
+        return ["cites: nothing (the answer gave no valid citation)"]
+    lines = []
+    for citation in citations:
+        moments = ", ".join(
+            format_timestamp(s.at_s) if s.at_s is not None else format_range(s.start_s, s.end_s)
+            for s in citation.sources
+        )
+        ids = " ".join(s.id for s in citation.sources)
+        lines.append(f"cites {moments} [{ids}]: {citation.claim}".rstrip(": "))
+    return lines
+
+
 def finish(result: Result, trace_path: Path, *, as_json: bool, allow_degraded: bool) -> int:
     """Print one result (text or one JSON line), its degradations, and the exit status."""
     if as_json:
         print(json.dumps({**result.to_dict(), "trace_path": str(trace_path)}, ensure_ascii=False))
     else:
-        chosen = next((o for o in result.options if option_label(o) == result.answer), "")
-        print(f"answer: {result.answer}  {chosen}")
+        if result.options:
+            chosen = next((o for o in result.options if option_label(o) == result.answer), "")
+            print(f"answer: {result.answer}  {chosen}")
+        else:
+            print(f"answer: {result.answer_text or '(none)'}")
         print(f"reasoning: {result.reasoning}")
+        for line in citation_lines(result.citations):
+            print(line)
         for line in level_lines(result.levels):
             print(line)
         usage = result.usage

@@ -8,9 +8,10 @@ client's single repair retry, then the caller's documented fallback.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import (
+    BeforeValidator,
     Field,
     PrivateAttr,
     ValidationError,
@@ -180,9 +181,37 @@ class ControllerStep(RoleOutput):
     instruction: Text = ""
 
 
+class CitedClaim(RoleOutput):
+    """One claim the answer rests on and the ids of the evidence for it."""
+
+    claim: Text = ""
+    ids: Ids = Field(default_factory=list)
+
+
+def _claims(value: Any) -> Any:
+    """Tolerant shapes: one claim as a mapping, bare ids as strings, ``evidence`` for ids."""
+    if value is None:
+        return []
+    if isinstance(value, (dict, str)):
+        value = [value]
+    claims: list[Any] = []
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, str):
+            claims.append({"claim": "", "ids": [item]})
+        elif isinstance(item, dict) and "ids" not in item:
+            ids = item.get("evidence", item.get("sources", item.get("id", [])))
+            claims.append({**item, "ids": ids})
+        else:
+            claims.append(item)
+    return claims
+
+
 class FinalAnswer(RoleOutput):
     reasoning: Text = ""
     answer: Text
+    #: The facts the answer rests on, each with the ids (frames, transcript lines, memory
+    #: nodes) of the composite memory that show it.
+    citations: Annotated[list[CitedClaim], BeforeValidator(_claims)] = Field(default_factory=list)
 
 
 #: Prompt name → the model its reply must validate against.

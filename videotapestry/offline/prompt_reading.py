@@ -109,7 +109,11 @@ class QuestionView:
 
 
 def read_question(text: str) -> QuestionView:
-    """``Question: ...`` and the labelled option lines under ``Options:`` (``_question``)."""
+    """``Question: ...`` and the labelled option lines under ``Options:`` (``_question``);
+    a free-form question (no options) has none."""
+    free = re.search(r"^Question: (.*?)\n\(A free-form question", text, re.M | re.S)
+    if free is not None:
+        return QuestionView(free.group(1).strip(), ())
     match = re.search(r"^Question: (.*?)\nOptions:\n", text, re.M | re.S)
     if match is None:
         return QuestionView("", ())

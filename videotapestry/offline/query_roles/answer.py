@@ -1,4 +1,5 @@
-"""The offline model's answers: the option best supported by the evidence it is sent.
+"""The offline model's answers: the option best supported by the evidence it is sent, or for
+a free-form question the line of evidence that bears most on it, with what it rests on cited.
 
 A question about *when* is answered by the rule of time (``temporal``) when the evidence
 settles it; otherwise the option whose text the evidence spells out, weighted by how much
@@ -12,9 +13,18 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from videotapestry.offline.matching import OptionScore, best_option, score_options, split_units
+from videotapestry.offline.citing import cite, cite_direct_frames, claim, without_refs
+from videotapestry.offline.matching import (
+    OptionScore,
+    best_option,
+    content_words,
+    relevance,
+    score_options,
+    split_units,
+)
 from videotapestry.offline.perception import Perception
 from videotapestry.offline.prompt_reading import (
+    CLOCK,
     PromptView,
     QuestionView,
     read_question,
@@ -33,24 +43,23 @@ def _choose_option(
     perception: Perception,
     where: str,
     lines: Sequence[str] | None = None,
-) -> dict:
+) -> tuple[dict, str]:
     """The reply for the evidence ``units`` (text, is it an observation) read from
-    ``where`` ("memory", "frames"); ``lines``: the evidence as written (memory lines), for
-    the rule of time."""
+    ``where`` ("memory", "frames"), and the unit it rests on; ``lines``: the evidence as
+    written (memory lines), for the rule of time."""
     texts = [u for u, _ in units]
     letters = list(question.letters)
     bodies = list(question.bodies)
-    if not letters:
-        raise ValueError("the prompt lists no options")
     ask = temporal_ask(question.question)
     if ask is not None:
         choice = choose_by_time(ask, letters, bodies, lines if lines is not None else texts)
         if choice is not None:
-            return {
+            reply = {
                 "reasoning": f"Offline rule model (reads text, not a VLM), rule of time: "
                 f"{choice.explain(ask)}.",
                 "answer": choice.letter,
             }
+            return reply, choice.evidence.text
     vectors = perception.embed([question.question, *bodies, *texts])
     scores = score_options(
         letters,
@@ -62,7 +71,62 @@ def _choose_option(
         question_words=topic_of(question).words,
     )
     best = best_option(scores)
-    return {"reasoning": _reasoning(best, scores, where), "answer": best.letter}
+    return {"reasoning": _reasoning(best, scores, where), "answer": best.letter}, best.line
+
+
+def _answer_in_words(
+    question: QuestionView, units: Sequence[tuple[str, bool]], perception: Perception, where: str
+) -> tuple[dict, str]:
+    """A free-form question's reply: the evidence unit that bears most on the question (an
+    observed one weighs more), stated as the answer; and that unit."""
+    texts = [u for u, _ in units]
+    if not texts:
+        return {
+            "reasoning": f"Offline rule model (reads text, not a VLM): the {where} holds no "
+            "evidence to answer from.",
+            "answer": "",
+        }, ""
+    topic = topic_of(question)
+    vectors = perception.embed([question.question, *texts])
+    scores = [
+        relevance(text, question.question, vectors, query_words=topic.words)
+        * (1.2 if observed else 1.0)
+        * (1.0 if _adds_to(question.question, text) else ECHO_WEIGHT)
+        for text, observed in units
+    ]
+    best = max(range(len(texts)), key=lambda i: (scores[i], -i))
+    fact = _stated(texts[best])
+    reasoning = (
+        f"Offline rule model (reads text, not a VLM): the {where} line that bears most on the "
+        f'question (relevance {scores[best]:.2f}) is "{_shortened(texts[best])}"; its text is '
+        "the answer."
+    )
+    return {"reasoning": reasoning, "answer": fact}, texts[best]
+
+
+#: How much a line that mostly repeats the question's own words still counts as an answer.
+ECHO_WEIGHT = 0.3
+#: The share of a line's content words the question must not hold for it to be an answer.
+MIN_NEW_WORDS = 0.4
+
+
+def _adds_to(question: str, unit: str) -> bool:
+    """Whether ``unit`` says something the question does not: an answer must (a line that
+    restates the question's words, "speech here bears on the name cards", is no answer)."""
+    asked = set(content_words(question))
+    said = content_words(re.sub(CLOCK, " ", _stated(unit)))
+    if not said:
+        return False
+    new = [w for w in said if w not in asked and w.rstrip("s") not in asked]
+    return len(new) / len(said) >= MIN_NEW_WORDS
+
+
+def _stated(unit: str) -> str:
+    """An evidence line as an answer: without the time, id and kind labels that lead it."""
+    text = re.sub(rf"^(?:\[?{CLOCK}(?:-{CLOCK})?\]?:?\s*)+", "", unit.strip())
+    text = re.sub(r"^\[(?:Visual|Transcript|Evidence)\]\s*", "", text)
+    text = re.sub(rf"^[\w.:-]+ \[@?{CLOCK}(?:-{CLOCK})?\]\s*", "", text)
+    return _shortened(text, 200)
 
 
 def _reasoning(best: OptionScore, scores: Sequence[OptionScore], where: str) -> str:
@@ -90,19 +154,34 @@ def _shortened(text: str, limit: int = 160) -> str:
 
 
 def final_answer(view: PromptView, perception: Perception) -> dict:
-    """The option the memory supports best (observed facts weigh more)."""
+    """The option the memory supports best (observed facts weigh more), or for a free-form
+    question the memory line that answers it; with the refs of that line's time cited."""
     question = read_question(view.user)
-    memory = section(view.user, "Video memory:")
+    shown = section(view.user, "Video memory:")
+    memory = without_refs(shown)
     units = [(u, bool(OBSERVED_MARK.search(u)) or o) for u, o in split_units(memory)]
     lines = [line.strip() for line in memory.splitlines() if line.strip()]
     units += [(text, True) for text in moments(lines) if text not in dict(units)]
-    return _choose_option(question, units, perception, "memory", lines)
+    if question.options:
+        reply, used = _choose_option(question, units, perception, "memory", lines)
+    else:
+        reply, used = _answer_in_words(question, units, perception, "memory")
+    return {**reply, "citations": claim(cite(used, shown), used) if used else []}
 
 
 def direct_answer(view: PromptView, perception: Perception) -> dict:
-    """The option the frames' text and the transcript support best."""
+    """The option the frames' text and the transcript support best (or, free-form, the
+    reading that answers it), citing the frame nearest the time of what it read."""
     question = read_question(view.user)
     seen = perception.read(view.images)
-    units = [(r.fact, True) for r in readings(seen)]
+    read = readings(seen)
+    units = [(r.fact, True) for r in read]
     units += [(line.raw, True) for line in read_transcript(view.user)]
-    return _choose_option(question, units, perception, "frames")
+    if question.options:
+        reply, used = _choose_option(question, units, perception, "frames")
+    else:
+        reply, used = _answer_in_words(question, units, perception, "frames")
+    times = [r.start for r in read if r.fact == used]
+    notes = section(view.user, "Frames, in order:").splitlines()
+    ids = cite_direct_frames(notes, times) if times else []
+    return {**reply, "citations": claim(ids, used)}

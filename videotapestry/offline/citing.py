@@ -1,0 +1,142 @@
+"""How the offline model cites: by the time of the fact it used, read off the prompt.
+
+The composite memory it is sent shows, under each refined entry, a ``refs:`` line naming
+the frames and transcript lines the entry was rewritten from, with their times (``S3-S9
+(05:20-06:10); T2 (05:40-05:44)``). The offline model has no other view of the evidence, so
+it cites the refs whose times hold the time of the line it answered from (the line's own
+timestamp, else its entry's range): of the closest look at that time (Focus frames before
+Skim's before the Overview's), the frames of a run nearest it, by even spacing across the
+run; and every transcript line that overlaps it. When no ref holds it, it cites
+the memory entry the line sits in. The frames of the Direct baseline are cited the same way
+from their listed times (``D4: frame 05:31``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from videotapestry.offline.prompt_reading import CLOCK, read_entries, seconds
+
+#: Frame prefixes from the closest look to the widest (Focus, Skim, Overview; Direct).
+FRAME_ORDER = "FKSD"
+#: At most this many frames of one run are cited for one fact.
+MAX_FRAMES_PER_RUN = 3
+_REFS_LINE = re.compile(r"^\s*refs: (?P<items>.*)$")
+_REF_ITEM = re.compile(
+    rf"(?P<first>[A-Z]\d+)(?:-(?P<last>[A-Z]\d+))? \((?P<start>{CLOCK})-(?P<end>{CLOCK})\)"
+)
+_TIME = re.compile(rf"(?P<start>{CLOCK})(?:\s*[-–]\s*(?P<end>{CLOCK}))?")
+_DIRECT_FRAME = re.compile(rf"^(?P<id>D\d+): .*?(?P<at>{CLOCK})\s*$")
+
+
+@dataclass(frozen=True)
+class RefItem:
+    """One item of a ``refs:`` line: a run of frames ``first``…``last`` or one line."""
+
+    first: str
+    last: str
+    start: float
+    end: float
+
+    def ids_at(self, start: float, end: float) -> list[str]:
+        """The ids of this item that stand for the stretch ``start``…``end``."""
+        if self.first == self.last or self.first[0] == "T":
+            return [self.first]
+        prefix, a, b = self.first[0], int(self.first[1:]), int(self.last[1:])
+        length = max(self.end - self.start, 1e-6)
+
+        def index(t: float) -> int:
+            share = min(max((t - self.start) / length, 0.0), 1.0)
+            return a + round(share * (b - a))
+
+        picked = dict.fromkeys((index(start), index((start + end) / 2), index(end)))
+        return [f"{prefix}{n}" for n in list(picked)[:MAX_FRAMES_PER_RUN]]
+
+
+def without_refs(memory: str) -> str:
+    """The memory text without its ``refs:`` lines (they are no evidence to weigh)."""
+    return "\n".join(line for line in memory.splitlines() if not _REFS_LINE.match(line))
+
+
+def read_refs(memory: str) -> list[RefItem]:
+    items: list[RefItem] = []
+    for line in memory.splitlines():
+        match = _REFS_LINE.match(line)
+        if match is None:
+            continue
+        for item in _REF_ITEM.finditer(match.group("items")):
+            first = item.group("first")
+            items.append(
+                RefItem(
+                    first,
+                    item.group("last") or first,
+                    seconds(item.group("start")),
+                    seconds(item.group("end")),
+                )
+            )
+    return items
+
+
+def fact_span(unit: str, memory: str) -> tuple[float, float] | None:
+    """The time ``unit`` (a line of ``memory``) speaks of: its own first timestamp, else the
+    range of the memory entry it belongs to."""
+    own = _TIME.search(unit)
+    if own is not None:
+        start = seconds(own.group("start"))
+        return start, seconds(own.group("end")) if own.group("end") else start
+    entry = entry_of(unit, memory)
+    return (entry[1], entry[2]) if entry is not None else None
+
+
+def entry_of(unit: str, memory: str) -> tuple[str, float, float] | None:
+    """(id, start, end) of the innermost memory entry whose text holds ``unit``."""
+    holding = [e for e in read_entries(memory, top_level=False) if unit in e.text]
+    if not holding:
+        holding = [e for e in read_entries(memory) if unit in e.text]
+    if not holding:
+        return None
+    entry = holding[-1]
+    return entry.id, entry.start, entry.end
+
+
+def cite(unit: str, memory: str) -> list[str]:
+    """The ids to cite for the fact ``unit`` of ``memory`` (see the module docstring)."""
+    span = fact_span(unit, memory)
+    ids: list[str] = []
+    if span is not None:
+        start, end = span
+        holding = [
+            item
+            for item in read_refs(memory)
+            if item.start <= end + 0.5 and start <= item.end + 0.5
+        ]
+        frames = [item for item in holding if item.first[0] != "T"]
+        # The closest look at that time: the deepest level's frames (Focus, Skim, Overview).
+        deepest = min((FRAME_ORDER.index(i.first[0]) for i in frames), default=None)
+        for item in holding:
+            if item.first[0] == "T" or FRAME_ORDER.index(item.first[0]) == deepest:
+                ids += item.ids_at(max(start, item.start), min(end, item.end))
+    if not ids:
+        entry = entry_of(unit, memory)
+        ids = [entry[0]] if entry is not None else []
+    return list(dict.fromkeys(ids))
+
+
+def cite_direct_frames(notes: Sequence[str], times: Sequence[float]) -> list[str]:
+    """The Direct baseline's frames (``D4: frame 05:31``) nearest each of ``times``."""
+    frames = []
+    for note in notes:
+        match = _DIRECT_FRAME.match(note.strip())
+        if match is not None:
+            frames.append((match.group("id"), seconds(match.group("at"))))
+    if not frames:
+        return []
+    return list(dict.fromkeys(min(frames, key=lambda f: abs(f[1] - t))[0] for t in times))
+
+
+def claim(ids: Sequence[str], fact: str) -> list[dict]:
+    """The reply's ``citations`` for one fact (none when there is nothing to cite)."""
+    text = re.sub(r"\s+", " ", fact).strip()
+    return [{"claim": text[:200], "ids": list(ids)}] if ids else []
