@@ -11,6 +11,7 @@ import pytest
 
 from videotapestry.cli import main
 from videotapestry.contracts.builder import BUILDER_SCHEMAS
+from videotapestry.contracts.judge import EVAL_SCHEMAS
 from videotapestry.contracts.method import OUTPUT_SCHEMAS
 from videotapestry.testing import FakeOpenAIServer, FakeReply
 
@@ -32,7 +33,7 @@ def test_prompts_list_shows_shipped_and_overridden_files(
     assert main(["prompts", "list"]) == 0
     shipped = capsys.readouterr().out.splitlines()
     # one template per role: the method's and the memory builder's
-    assert len(shipped) == len(OUTPUT_SCHEMAS) + len(BUILDER_SCHEMAS)
+    assert len(shipped) == len(OUTPUT_SCHEMAS) + len(BUILDER_SCHEMAS) + len(EVAL_SCHEMAS)
     assert all(" shipped " in line for line in shipped)
 
     (tmp_path / "decision.jinja").write_text(

@@ -57,7 +57,14 @@ def copy_of(tmp_path: Path, source: Path) -> Path:
 
 
 def test_every_benchmark_name_is_registered() -> None:
-    assert set(loaders()) == {"videomme", "lvbench", "longvideobench", "egoschema", "jsonl"}
+    assert set(loaders()) == {
+        "videomme",
+        "lvbench",
+        "longvideobench",
+        "egoschema",
+        "cgbench",
+        "jsonl",
+    }
     with pytest.raises(DatasetError, match=r"unknown benchmark 'mlvu'.*videomme"):
         load_benchmark("mlvu", FIXTURES)
 
@@ -277,7 +284,7 @@ def test_lvbench_questions() -> None:
     assert second.categories == ["reasoning", "event understanding"]  # counts in both
     assert second.options[3] == "D. The harbour signals that the channel is closed"
     assert second.extra["time_reference"] == "75:40-77:02"
-    assert second.extra["time_reference_s"] == [4540.0, 4622.0]
+    assert second.evidence_spans == [(4540.0, 4622.0)]
     assert third.categories == ["temporal grounding", "entity recognition"]
     assert third.options[0] == "A. 12:00-12:30"  # option text that looks like a time range
     assert (third.extra["video_type"], third.extra["fps"]) == ("sport", 30.0)
@@ -586,6 +593,7 @@ def test_listing_lines_need_no_videos() -> None:
         ("lvbench", LVBENCH),
         ("longvideobench", LVB),
         ("egoschema", EGO),
+        ("cgbench", FIXTURES / "cgbench"),
     ]:
         for question in load_benchmark(name, path):
             line = json.loads(question.to_json_line())

@@ -99,6 +99,7 @@ def test_report_numbers_equal_those_computed_by_hand(run: Path) -> None:
         "failed": 1,
         "skipped": 1,
         "unscored": 1,
+        "unjudged": 0,
         "fallback": 1,
         "degraded": 1,
         "clean": 3,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from videotapestry.contracts.judge import EVAL_SCHEMAS
 from videotapestry.contracts.method import INSTRUCTION_TYPES, OUTPUT_SCHEMAS
 from videotapestry.errors import PromptError
 from videotapestry.prompts import PromptRegistry
@@ -112,9 +113,28 @@ def registry() -> PromptRegistry:
 
 
 def test_every_role_has_a_template_and_a_schema(registry: PromptRegistry) -> None:
-    # builder_* prompts belong to the memory builder (tests/test_builder_prompts.py).
-    query_time = {n for n in registry.names() if not n.startswith("builder_")}
+    # builder_* prompts belong to the memory builder (tests/test_builder_prompts.py), the
+    # judge to eval (below).
+    query_time = {
+        n for n in registry.names() if not n.startswith("builder_") and n not in EVAL_SCHEMAS
+    }
     assert query_time == set(VARIABLES) == set(OUTPUT_SCHEMAS)
+    assert set(EVAL_SCHEMAS) <= set(registry.names())
+
+
+def test_the_judge_prompt_shows_the_three_texts_and_names_its_keys(
+    registry: PromptRegistry,
+) -> None:
+    prompt = registry.render(
+        "judge", question="What is the code?", reference="4417", answer="It is 4417."
+    )
+    assert "Question: What is the code?" in prompt.user
+    assert "Reference answer: 4417" in prompt.user
+    assert "Answer to judge: It is 4417." in prompt.user
+    for key in EVAL_SCHEMAS["judge"].model_fields:
+        assert f'"{key}"' in prompt.system, f"judge does not ask for key {key}"
+    with pytest.raises(PromptError, match="reference"):
+        registry.render("judge", question="q", answer="a")
 
 
 @pytest.mark.parametrize("name", sorted(VARIABLES))

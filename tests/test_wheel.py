@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from videotapestry.contracts.builder import BUILDER_SCHEMAS
+from videotapestry.contracts.judge import EVAL_SCHEMAS
 from videotapestry.contracts.method import OUTPUT_SCHEMAS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,7 +89,7 @@ def test_installed_wheel_loads_prompts_and_configs(wheel: Path, tmp_path: Path) 
     assert probe["package"].startswith(str(target))
     assert probe["prompt"].startswith(target.as_posix() + "/videotapestry/_resources/prompts/")
     # every role ships: the method's and the memory builder's
-    assert sorted(probe["names"]) == sorted([*OUTPUT_SCHEMAS, *BUILDER_SCHEMAS])
+    assert sorted(probe["names"]) == sorted([*OUTPUT_SCHEMAS, *BUILDER_SCHEMAS, *EVAL_SCHEMAS])
     assert probe["base_url"] == "http://localhost:8000/v1"
     assert probe["sample_found"]
     assert probe["sample"].startswith(target.as_posix() + "/videotapestry/demo/data/")

@@ -47,13 +47,13 @@ VARIANT_HELP = (
 
 
 def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOptions) -> None:
-    from videotapestry.eval.datasets import loaders
+    from videotapestry.eval.datasets import MODES, loaders
 
     parser = subparsers.add_parser(
         "eval",
         help="answer a benchmark's questions into a resumable run directory",
         description="Answer a benchmark's questions (Video-MME, LVBench, LongVideoBench, "
-        "EgoSchema or a generic JSONL) with the method and its variants. Each finished "
+        "EgoSchema, CG-Bench or a generic JSONL) with the method and its variants. Each finished "
         "question is one line of RUN/results.jsonl, its trace in RUN/traces/<variant>/. "
         "Rerunning the same command skips finished questions and asks again those that "
         "failed or were skipped (use --keep-failed to keep failures); a RUN made with "
@@ -76,6 +76,15 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         "videos, memories or key)",
     )
     parser.add_argument("--duration", help="a benchmark's duration group, e.g. long")
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default="mc",
+        help="mc (default): the questions with their options, scored by letter; open: asked "
+        "in words without options, each answer scored against the reference answer by the "
+        "judge role (CG-Bench's open-ended mode; for jsonl, a row's reference_answer or its "
+        "gold option's text). Grounding is scored in both. Part of the run's identity",
+    )
     parser.add_argument("--limit", type=int, metavar="N", help="the first N selected questions")
     parser.add_argument(
         "--ids",
@@ -186,7 +195,7 @@ def _questions(args: argparse.Namespace) -> list[EvalQuestion]:
     from videotapestry.eval.datasets import LoadOptions, load_benchmark
 
     questions = load_benchmark(
-        args.benchmark, args.annotations, LoadOptions(duration=args.duration)
+        args.benchmark, args.annotations, LoadOptions(duration=args.duration, mode=args.mode)
     )
     wanted = _ids(args.ids)
     if wanted:
@@ -238,6 +247,7 @@ async def _evaluate(args: argparse.Namespace, questions: list[EvalQuestion]) -> 
         prompts=vt.prompts,
         command=["videotapestry", *getattr(args, "argv", sys.argv[1:])],
         no_video=args.no_video,
+        mode=args.mode,
     )
     run_dir = RunDirectory.open(args.out, info, force=args.force)
     inputs = Inputs(
@@ -334,10 +344,13 @@ def _write_outputs(run_dir: Path, benchmark: str, outcome: RunOutcome) -> None:
 
 def _summary(outcome: RunOutcome, run_dir: Path, *, allow_degraded: bool) -> int:
     """Accuracy per variant on stdout; the exit status of the run's records."""
+    from videotapestry.eval.grounding import grounding
+    from videotapestry.eval.scoring import is_correct, is_scored
+
     for variant in outcome.variants:
         records = outcome.of_variant(variant)
-        graded = [r for r in records if r.gold is not None and r.status != "skipped"]
-        right = sum(1 for r in graded if r.correct)
+        graded = [r for r in records if is_scored(r)]
+        right = sum(1 for r in graded if is_correct(r))
         accuracy = f"{100 * right / len(graded):.1f}% ({right}/{len(graded)})" if graded else "-"
         counts = {
             "answered": sum(r.status == "answered" for r in records),
@@ -347,6 +360,12 @@ def _summary(outcome: RunOutcome, run_dir: Path, *, allow_degraded: bool) -> int
             "degraded": sum(bool(r.degraded) for r in records if r.status == "answered"),
         }
         detail = ", ".join(f"{k} {v}" for k, v in counts.items())
+        grounded = grounding(records)
+        if grounded.hit_rate is not None and grounded.miou is not None:
+            detail += (
+                f", grounding hit rate {100 * grounded.hit_rate:.1f}% mIoU {grounded.miou:.3f} "
+                f"({grounded.questions} with evidence)"
+            )
         print(f"{variant:<20} accuracy {accuracy:<18} {detail}")
     print(f"results: {run_dir / 'results.jsonl'}; traces: {run_dir / 'traces'}")
     if outcome.torn_lines:

@@ -42,6 +42,7 @@ from videotapestry.config.loading import (
 )
 from videotapestry.config.models import (
     BUILDER_ROLES,
+    JUDGE_ROLE,
     MODEL_ROLES,
     CacheConfig,
     JsonMode,
@@ -59,6 +60,7 @@ from videotapestry.config.video import ImagesConfig, VideoConfig
 
 __all__ = [
     "BUILDER_ROLES",
+    "JUDGE_ROLE",
     "MODEL_ROLES",
     "RENAMED_KEYS",
     "AgentsConfig",

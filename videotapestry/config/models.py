@@ -29,9 +29,21 @@ BUILDER_ROLES: tuple[str, ...] = (
     "builder_root",  # the global summary of the video
 )
 
+#: The judge of free-form answers in an eval run (CG-Bench's open-ended mode, JSONL rows
+#: without options): it compares an answer with the benchmark's reference answer. Not part
+#: of the method, so no variant calls it; the offline profile's judge is an approximate
+#: rule (key terms and embedding agreement), not a model.
+JUDGE_ROLE = "judge"
+
 #: Every call site that talks to a model has one of these roles; each can get its own model.
 #: The method's roles and what each does are listed with the variants that call them.
-MODEL_ROLES: tuple[str, ...] = (*METHOD_ROLES, CONTROLLER_ROLE, DIRECT_ROLE, *BUILDER_ROLES)
+MODEL_ROLES: tuple[str, ...] = (
+    *METHOD_ROLES,
+    CONTROLLER_ROLE,
+    DIRECT_ROLE,
+    JUDGE_ROLE,
+    *BUILDER_ROLES,
+)
 
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 JsonMode = Literal["auto", "json_schema", "json_object", "prompt"]

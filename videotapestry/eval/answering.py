@@ -195,7 +195,8 @@ class LocalAnswerer:
                 prepared.video,
                 prepared.memory,
                 question.question,
-                question.options,
+                # A free-form question is asked without options: answered in words.
+                question.options or None,  # type: ignore[arg-type]
                 question_id=question.id,
                 subtitle_path=prepared.subtitles,
                 subtitle_offset_s=question.subtitle_offset_s,

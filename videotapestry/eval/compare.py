@@ -5,9 +5,12 @@ paired questions only (same variant and question id, scored in both), and the te
 McNemar's, which looks only at the questions the runs disagree on. The p-value reported
 is the exact one (a two-sided binomial test of the discordant pairs against 1/2), valid
 for the small disagreement counts of a 200-question ablation; the chi-square with
-continuity correction is shown beside it because papers often quote it. Then what made
-the runs differ, from their ``run.json``: configuration keys, prompts whose hash changed,
-and the model of each role.
+continuity correction is shown beside it because papers often quote it. Grounding is
+paired the same way, on the questions with evidence spans finished in both runs: the hit
+rates with McNemar's test on the questions one run hits and the other misses, and the mIoU
+with the mean of the paired IoU differences. Then what made the runs differ, from their
+``run.json``: configuration keys, prompts whose hash changed, the model of each role, and
+who judged the free-form answers.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from videotapestry.errors import VideoTapestryError
-from videotapestry.eval.metrics import Accuracy, is_correct, is_scored
+from videotapestry.eval.grounding import GroundingScore, score
 from videotapestry.eval.records import ResultRecord
 from videotapestry.eval.run_reader import RunInfo, latest, read_run_info_if_present, require_records
 from videotapestry.eval.run_writer import flatten
+from videotapestry.eval.scoring import Accuracy, is_correct, is_scored
 
 
 class CompareError(VideoTapestryError):
@@ -77,6 +81,54 @@ def mcnemar(a_only: int, b_only: int) -> McNemar:
 
 
 @dataclass(frozen=True)
+class GroundingComparison:
+    """Paired grounding: questions with evidence spans, finished in both runs."""
+
+    paired: int
+    hits_a: int
+    hits_b: int
+    iou_sum_a: float
+    iou_sum_b: float
+    #: McNemar's test on the hits (``a_only``: hit in A only).
+    test: McNemar
+    #: Missed in A, hit in B; and hit in A, missed in B.
+    became_hit: list[str]
+    lost_hit: list[str]
+
+    @property
+    def hit_difference_points(self) -> float | None:
+        """B minus A, in percentage points of hit rate."""
+        return 100.0 * (self.hits_b - self.hits_a) / self.paired if self.paired else None
+
+    @property
+    def miou_a(self) -> float | None:
+        return self.iou_sum_a / self.paired if self.paired else None
+
+    @property
+    def miou_b(self) -> float | None:
+        return self.iou_sum_b / self.paired if self.paired else None
+
+    @property
+    def miou_difference(self) -> float | None:
+        """The mean paired IoU difference, B minus A."""
+        return (self.iou_sum_b - self.iou_sum_a) / self.paired if self.paired else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "paired": self.paired,
+            "hits_a": self.hits_a,
+            "hits_b": self.hits_b,
+            "hit_difference_points": self.hit_difference_points,
+            "miou_a": self.miou_a,
+            "miou_b": self.miou_b,
+            "miou_difference": self.miou_difference,
+            "mcnemar_hits": self.test.to_dict(),
+            "became_hit": list(self.became_hit),
+            "lost_hit": list(self.lost_hit),
+        }
+
+
+@dataclass(frozen=True)
 class VariantComparison:
     variant: str
     accuracy_a: Accuracy
@@ -93,6 +145,7 @@ class VariantComparison:
     only_in_b: list[str]
     #: Paired questions whose gold letter differs between the runs (other annotations?).
     gold_differs: list[str]
+    grounding: GroundingComparison | None = None
 
     @property
     def paired(self) -> int:
@@ -119,6 +172,7 @@ class VariantComparison:
             "only_in_a": list(self.only_in_a),
             "only_in_b": list(self.only_in_b),
             "gold_differs": list(self.gold_differs),
+            "grounding": None if self.grounding is None else self.grounding.to_dict(),
         }
 
 
@@ -198,7 +252,39 @@ def compare_records(
         became_wrong=became_wrong,
         only_in_a=[q for q in a if q in scored_a and q not in scored_b],
         only_in_b=[q for q in b if q in scored_b and q not in scored_a],
-        gold_differs=[q for q in paired if a[q].gold != b[q].gold],
+        gold_differs=[
+            q
+            for q in paired
+            if (a[q].gold, a[q].reference_answer) != (b[q].gold, b[q].reference_answer)
+        ],
+        grounding=compare_grounding(a, b),
+    )
+
+
+def compare_grounding(
+    a: Mapping[str, ResultRecord], b: Mapping[str, ResultRecord]
+) -> GroundingComparison | None:
+    """Paired grounding of one variant's records (by question id); None when no question
+    with evidence spans finished in both runs."""
+    pairs: list[tuple[str, GroundingScore, GroundingScore]] = []
+    for qid, record in a.items():
+        other = b.get(qid)
+        x, y = score(record), None if other is None else score(other)
+        if x is not None and y is not None:
+            pairs.append((qid, x, y))
+    if not pairs:
+        return None
+    became = [q for q, x, y in pairs if y.hit and not x.hit]
+    lost = [q for q, x, y in pairs if x.hit and not y.hit]
+    return GroundingComparison(
+        paired=len(pairs),
+        hits_a=sum(x.hit for _, x, _ in pairs),
+        hits_b=sum(y.hit for _, _, y in pairs),
+        iou_sum_a=sum(x.iou for _, x, _ in pairs),
+        iou_sum_b=sum(y.iou for _, _, y in pairs),
+        test=mcnemar(len(lost), len(became)),
+        became_hit=became,
+        lost_hit=lost,
     )
 
 
@@ -227,6 +313,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, variant: str | None = 
     for name, info in ((run_a, info_a), (run_b, info_b)):
         if info is None:
             notes.append(f"{name} has no run.json: its configuration cannot be compared")
+    notes += _judge_notes(read_a.records, read_b.records)
     comparison = Comparison(
         run_a=Path(run_a),
         run_b=Path(run_b),
@@ -236,6 +323,21 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, variant: str | None = 
     if info_a is not None and info_b is not None:
         _describe_differences(comparison, info_a, info_b)
     return comparison
+
+
+def _judge_notes(a: list[ResultRecord], b: list[ResultRecord]) -> list[str]:
+    """Who judged each run's free-form answers, when any was judged: accuracies judged by
+    two judges are not measured by one rule (``offline`` is the approximate rule judge)."""
+    judges_a = sorted({r.judgement.judge for r in a if r.judgement is not None})
+    judges_b = sorted({r.judgement.judge for r in b if r.judgement is not None})
+    if not judges_a and not judges_b:
+        return []
+    if judges_a == judges_b:
+        return [f"free-form answers judged by {', '.join(judges_a)} in both runs"]
+    return [
+        f"free-form answers were judged by {', '.join(judges_a) or 'no judge'} in A and by "
+        f"{', '.join(judges_b) or 'no judge'} in B: their accuracies are not one measure"
+    ]
 
 
 # ----------------------------------------------------------------------- differences
@@ -336,7 +438,22 @@ def _variant_lines(v: VariantComparison) -> list[str]:
             f"  warning: the gold letter differs for {len(v.gold_differs)} paired questions "
             f"(different annotations?): {_ids(v.gold_differs)}"
         )
+    if v.grounding is not None:
+        lines += _grounding_lines(v.grounding)
     return lines
+
+
+def _grounding_lines(g: GroundingComparison) -> list[str]:
+    t = g.test
+    return [
+        f"  grounding ({g.paired} questions with evidence spans finished in both): hit rate "
+        f"A {100 * g.hits_a / g.paired:.1f}% ({g.hits_a}), B {100 * g.hits_b / g.paired:.1f}% "
+        f"({g.hits_b}), B - A {g.hit_difference_points:+.1f} points; mIoU A {g.miou_a:.3f}, "
+        f"B {g.miou_b:.3f}, mean paired difference B - A {g.miou_difference:+.3f}",
+        f"  hit only in A {t.a_only}, only in B {t.b_only}: McNemar exact p = {t.p_exact:.4g}",
+        f"  missed in A, hit in B ({len(g.became_hit)}): {_ids(g.became_hit)}",
+        f"  hit in A, missed in B ({len(g.lost_hit)}): {_ids(g.lost_hit)}",
+    ]
 
 
 def _pct(acc: Accuracy) -> str:

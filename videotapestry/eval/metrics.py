@@ -2,10 +2,11 @@
 
 Scoring rules, chosen so a headline number cannot flatter a run:
 
-- A question is *scored* when it finished (answered or failed) and has a gold letter.
-  Skipped questions were never run (the run stopped); they are counted, not scored, and a
-  rerun asks them. Questions without a gold letter (EgoSchema outside its public subset)
-  are counted as unscored.
+- A question is *scored* when it finished (answered or failed) and has a gold letter, or
+  is free-form with a reference answer the judge ruled on (``scoring``). Skipped questions
+  were never run (the run stopped); they are counted, not scored, and a rerun asks them.
+  Questions without a gold letter (EgoSchema outside its public subset) or a verdict are
+  counted as unscored.
 - The headline accuracy is over every scored question, and a failed question counts as
   wrong: a method that errors on the hard questions must not score higher for it.
 - A guessed letter (``fallback``) is scored as given, like any benchmark would score it;
@@ -14,6 +15,8 @@ Scoring rules, chosen so a headline number cannot flatter a run:
   self-selected, so it is shown next to the headline, never instead of it.
 - Correctness is recomputed from ``prediction`` and ``gold`` rather than trusted from the
   record, so an edited or older record cannot disagree with its own letters.
+- Grounding (``grounding``) is reported beside accuracy for the questions with evidence
+  spans, with the count of answers that cited nothing.
 
 Every function here is pure over records; reading the files is ``results.py``'s job.
 """
@@ -26,28 +29,17 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from videotapestry.eval.grounding import Grounding, grounding, grounding_by
 from videotapestry.eval.records import ResultRecord
 from videotapestry.eval.run_reader import latest
-
-#: The degradation kind that ``fallback`` already reports; not counted again as degraded.
-ANSWER_FALLBACK = "answer_fallback"
-
-
-@dataclass(frozen=True)
-class Accuracy:
-    correct: int = 0
-    total: int = 0
-
-    @property
-    def value(self) -> float | None:
-        return self.correct / self.total if self.total else None
-
-    @property
-    def percent(self) -> float | None:
-        return None if self.value is None else 100.0 * self.value
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"correct": self.correct, "total": self.total, "accuracy": self.value}
+from videotapestry.eval.scoring import (
+    Accuracy,
+    is_correct,
+    is_degraded,
+    is_guess,
+    is_scored,
+    is_unjudged,
+)
 
 
 @dataclass(frozen=True)
@@ -58,8 +50,10 @@ class Counts:
     answered: int = 0
     failed: int = 0
     skipped: int = 0
-    #: Finished, but without a gold letter to score against.
+    #: Finished, but without a gold letter (or a judge's verdict) to score against.
     unscored: int = 0
+    #: Of the unscored: free-form answers with a reference the judge gave no verdict on.
+    unjudged: int = 0
     #: Answered with a guessed letter. ``fallback + degraded + clean == answered``.
     fallback: int = 0
     #: Answered with the model's own letter, but the method lost something on the way.
@@ -76,6 +70,7 @@ class Counts:
             "failed": self.failed,
             "skipped": self.skipped,
             "unscored": self.unscored,
+            "unjudged": self.unjudged,
             "fallback": self.fallback,
             "degraded": self.degraded,
             "clean": self.clean,
@@ -148,6 +143,13 @@ class VariantMetrics:
     by_category: dict[str, Accuracy]
     by_duration: dict[str, Accuracy]
     usage: UsageStats
+    grounding: Grounding = field(default_factory=Grounding)
+    grounding_by_category: dict[str, Grounding] = field(default_factory=dict)
+    #: Answered questions (with or without evidence spans) whose answer cited nothing.
+    answers_uncited: int = 0
+    #: Who judged the free-form answers: judge name -> answers it judged (``offline`` is
+    #: the approximate rule judge).
+    judges: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -160,29 +162,16 @@ class VariantMetrics:
             "by_category": {k: v.to_dict() for k, v in self.by_category.items()},
             "by_duration": {k: v.to_dict() for k, v in self.by_duration.items()},
             "usage": self.usage.to_dict(),
+            "grounding": self.grounding.to_dict(),
+            "grounding_by_category": {
+                k: v.to_dict() for k, v in self.grounding_by_category.items()
+            },
+            "answers_uncited": self.answers_uncited,
+            "judges": dict(self.judges),
         }
 
 
 # ----------------------------------------------------------------------------- scoring
-
-
-def is_scored(record: ResultRecord) -> bool:
-    return record.finished and record.gold is not None
-
-
-def is_correct(record: ResultRecord) -> bool:
-    """Right answer, from the letters themselves; a failed question is never right."""
-    return record.status == "answered" and record.prediction == record.gold
-
-
-def is_guess(record: ResultRecord) -> bool:
-    """The letter is a guess (the Answer agent gave none usable)."""
-    return record.status == "answered" and (record.fallback or ANSWER_FALLBACK in record.degraded)
-
-
-def is_degraded(record: ResultRecord) -> bool:
-    """The method lost something other than the final letter (that is ``is_guess``)."""
-    return any(kind != ANSWER_FALLBACK for kind in record.degraded)
 
 
 def accuracy(
@@ -228,7 +217,8 @@ def counts(records: Iterable[ResultRecord]) -> Counts:
         answered=len(answered),
         failed=sum(1 for r in records if r.status == "failed"),
         skipped=sum(1 for r in records if r.status == "skipped"),
-        unscored=sum(1 for r in records if r.finished and r.gold is None),
+        unscored=sum(1 for r in records if r.finished and not is_scored(r)),
+        unjudged=sum(1 for r in records if is_unjudged(r)),
         fallback=sum(1 for r in answered if is_guess(r)),
         degraded=sum(1 for r in answered if not is_guess(r) and is_degraded(r)),
         clean=sum(1 for r in answered if not is_guess(r) and not r.degraded),
@@ -311,6 +301,12 @@ def variant_metrics(records: Iterable[ResultRecord]) -> VariantMetrics:
         by_category=by_category(chosen),
         by_duration=by_duration(chosen),
         usage=usage(chosen),
+        grounding=grounding(chosen),
+        grounding_by_category=grounding_by(chosen, lambda r: r.categories),
+        answers_uncited=sum(1 for r in chosen if r.status == "answered" and not r.cited_spans),
+        judges=dict(
+            sorted(Counter(r.judgement.judge for r in chosen if r.judgement is not None).items())
+        ),
     )
 
 

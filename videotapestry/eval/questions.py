@@ -1,8 +1,9 @@
 """The one question type every benchmark loader produces.
 
 Benchmarks disagree on everything (option keys, answer as letter or index, categories as a
-string or a list, durations as seconds or buckets); the runner and the reports should not
-know which benchmark a question came from, so loaders normalize to this.
+string or a list, durations as seconds or buckets, evidence times as "MM:SS-MM:SS" or as
+seconds); the runner and the reports should not know which benchmark a question came from,
+so loaders normalize to this.
 """
 
 from __future__ import annotations
@@ -10,18 +11,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from videotapestry.question import LETTERS
+from videotapestry.question import LETTERS, option_letters
+from videotapestry.time_spans import checked
 
 
 class EvalQuestion(BaseModel):
     """A benchmark question, normalized.
 
     ``options`` are always labelled ``"A. …"`` in order; ``answer`` is the gold letter or
-    None when the benchmark withholds it (EgoSchema outside its public subset).
-    ``categories`` lists every category the question counts in (LVBench gives several).
-    ``video`` is the video's file name relative to the ``--videos`` directory.
+    None when the benchmark withholds it (EgoSchema outside its public subset). A question
+    without options is free-form (CG-Bench's open-ended mode, a JSONL row without options):
+    it is answered in words and has no letter; ``reference_answer`` is the answer a judge
+    compares it with. ``categories`` lists every category the question counts in (LVBench
+    gives several). ``video`` is the video's file name relative to the ``--videos``
+    directory. ``evidence_spans`` are where the benchmark says the answer can be seen or
+    heard, in seconds (empty when it says nothing); grounding is scored against them.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -31,8 +37,9 @@ class EvalQuestion(BaseModel):
     video_id: str
     video: str
     question: str
-    options: list[str]
+    options: list[str] = Field(default_factory=list)
     answer: str | None = None
+    reference_answer: str | None = None
     categories: list[str] = Field(default_factory=list)
     duration_s: float | None = None
     #: The benchmark's own duration bucket (Video-MME short/medium/long, LongVideoBench 3600).
@@ -41,6 +48,8 @@ class EvalQuestion(BaseModel):
     #: benchmark ships one, and the video time its first cue is relative to.
     subtitles: str | None = None
     subtitle_offset_s: float = 0.0
+    #: (start, end) seconds of the annotated evidence, as the benchmark lists them.
+    evidence_spans: list[tuple[float, float]] = Field(default_factory=list)
     #: Benchmark-specific fields kept for submissions and debugging (original ids, indices).
     extra: dict[str, Any] = Field(default_factory=dict)
 
@@ -50,6 +59,29 @@ class EvalQuestion(BaseModel):
         if value is not None and (len(value) != 1 or value not in LETTERS):
             raise ValueError(f"answer must be one capital letter, got {value!r}")
         return value
+
+    @field_validator("evidence_spans")
+    @classmethod
+    def _spans_are_spans(cls, value: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        return [checked(start, end) for start, end in value]
+
+    @model_validator(mode="after")
+    def _answer_fits_the_options(self) -> EvalQuestion:
+        if self.answer is None:
+            return self
+        if not self.options:
+            raise ValueError(
+                f"a free-form question (no options) has no answer letter, got {self.answer!r}; "
+                "give its answer as reference_answer"
+            )
+        if self.answer not in option_letters(self.options):
+            raise ValueError(f"answer {self.answer!r} is not the letter of one of the options")
+        return self
+
+    @property
+    def free_form(self) -> bool:
+        """Answered in words: the question has no options to choose from."""
+        return not self.options
 
     @property
     def answer_index(self) -> int | None:

@@ -1,8 +1,10 @@
 """One line of a run's ``results.jsonl``: what the reports and ``compare`` read back.
 
-A record is small and self-contained (gold letter, categories and duration bucket copied
-from the question) so that a report never needs the annotations again, and a run directory
-copied to another machine still reports and compares.
+A record is small and self-contained (gold letter, reference answer, evidence spans,
+categories and duration bucket copied from the question) so that a report never needs the
+annotations again, and a run directory copied to another machine still reports and
+compares. Every field added since the first records has a default, so records written
+before it existed still load (as answers that cited nothing and were not judged).
 """
 
 from __future__ import annotations
@@ -32,6 +34,34 @@ class RecordUsage(BaseModel):
     latency_s: float = 0.0
 
 
+#: The name a record gives the offline profile's judge: a rule (key terms and embedding
+#: agreement), not a language model, so its verdicts are approximate.
+OFFLINE_JUDGE = "offline"
+
+
+class Judgement(BaseModel):
+    """A judge model's verdict on a free-form answer against the reference answer.
+
+    ``judge`` names who judged: the judge role's model, or ``offline`` for the offline
+    profile's approximate rule. ``correct`` is None when the judge gave no verdict (its
+    call failed: ``error`` says why); such an answer is counted, not scored.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    judge: str
+    correct: bool | None = None
+    score: float | None = None
+    reasoning: str = ""
+    error: str | None = None
+    #: The judge's own calls, kept apart from the question's (judging is not the method).
+    usage: RecordUsage = Field(default_factory=RecordUsage)
+
+    @property
+    def approximate(self) -> bool:
+        return self.judge == OFFLINE_JUDGE
+
+
 class ResultRecord(BaseModel):
     """A question's outcome under one variant.
 
@@ -39,7 +69,11 @@ class ResultRecord(BaseModel):
     (an error; ``error`` says which) or ``skipped`` (never run because the run stopped).
     Only answered and failed records count as finished: a rerun asks skipped ones again.
     ``fallback`` is True when the letter is a guess (the Answer agent gave none usable);
-    ``degraded`` lists the kinds of every degradation (SPEC §7a).
+    ``degraded`` lists the kinds of every degradation (SPEC §7a). A free-form question has
+    no letters (``prediction`` and ``gold`` are None): ``answer_text`` is the answer and
+    ``judgement`` the judge's verdict against ``reference_answer``. ``cited_spans`` are the
+    union of the spans the answer's citations cite (empty: it cited nothing), scored
+    against the benchmark's ``evidence_spans`` where it gives some.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -65,6 +99,15 @@ class ResultRecord(BaseModel):
     trace: str | None = None
     #: Set on records of variants reassembled from another variant's exploration.
     reassembled_from: str | None = None
+    #: The answer in words (a free-form answer, or the chosen option's text).
+    answer_text: str = ""
+    #: The reference a free-form answer is judged against, copied from the question.
+    reference_answer: str | None = None
+    judgement: Judgement | None = None
+    #: Union of the answer's cited spans, merged and sorted (seconds).
+    cited_spans: list[tuple[float, float]] = Field(default_factory=list)
+    #: Where the benchmark says the evidence is (seconds), copied from the question.
+    evidence_spans: list[tuple[float, float]] = Field(default_factory=list)
 
     @property
     def finished(self) -> bool:
@@ -74,12 +117,23 @@ class ResultRecord(BaseModel):
     def key(self) -> tuple[str, str]:
         return (self.variant, self.question_id)
 
+    @property
+    def free_form(self) -> bool:
+        """Asked without options: judged against a reference, not scored by letter."""
+        return self.gold is None and self.reference_answer is not None
+
     @classmethod
     def for_question(cls, question: EvalQuestion, variant: str, **fields: Any) -> ResultRecord:
         prediction = fields.get("prediction")
-        correct = (
-            None if prediction is None or question.answer is None else prediction == question.answer
-        )
+        judgement = fields.get("judgement")
+        if question.free_form:
+            correct = None if judgement is None else judgement.correct
+        else:
+            correct = (
+                None
+                if prediction is None or question.answer is None
+                else prediction == question.answer
+            )
         return cls(
             question_id=question.id,
             variant=variant,
@@ -88,6 +142,8 @@ class ResultRecord(BaseModel):
             correct=correct,
             categories=list(question.categories),
             duration_group=question.duration_group,
+            reference_answer=question.reference_answer if question.free_form else None,
+            evidence_spans=list(question.evidence_spans),
             **fields,
         )
 

@@ -4,7 +4,9 @@ The report is rebuilt from ``results.jsonl`` alone (``run.json`` only labels it)
 be written at any time, also while a run is still going, and again after a resume. The
 main table has one row per variant with the method's components marked, the
 composite-memory tokens and the accuracy with its difference from ``full``, like the
-paper's ablation table; category and duration tables follow with the same rows.
+paper's ablation table; category and duration tables follow with the same rows, then the
+grounding of the answers' citations beside their accuracy, and which judge scored the
+free-form answers.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from videotapestry.eval.grounding import IOU_THRESHOLDS, Grounding
 from videotapestry.eval.metrics import Accuracy, VariantMetrics, metrics_by_variant
+from videotapestry.eval.records import OFFLINE_JUDGE
 from videotapestry.eval.run_reader import (
     RUN_FILE,
     RecordsRead,
@@ -141,8 +145,9 @@ def render_markdown(report: Report) -> str:
         "rewritten into the memory nodes. M-A: one agent per memory level. Super, Paths: the "
         "refined Super scaffold and the refined Macro/Subgraph paths in the memory the "
         "Answer agent reads (– where the variant has no refined memory). "
-        "Acc. is over every finished question with a gold letter; a failed question counts "
-        "as wrong and a guessed letter is scored as given. Skipped questions (the run stopped "
+        "Acc. is over every finished question with a gold letter (or a free-form answer the "
+        "judge ruled on); a failed question counts as wrong and a guessed letter is scored "
+        "as given. Skipped questions (the run stopped "
         "before them) are not scored. Tokens: mean composite-memory tokens given to the "
         f"Answer agent. Δ Acc.: percentage points against `{REFERENCE_VARIANT}`.",
     ]
@@ -153,6 +158,7 @@ def render_markdown(report: Report) -> str:
     durations = _group_table(report.variants, lambda m: m.by_duration)
     if durations:
         out += ["", "## Accuracy by duration group", "", *durations]
+    out += ["", "## Grounding", "", *_grounding_lines(report.variants)]
     out += ["", "## Outcomes", "", *_outcome_table(report.variants)]
     out += [
         "",
@@ -203,7 +209,21 @@ def _header_lines(report: Report) -> list[str]:
     lines.append(
         f"- records: {len(read.records)} lines read, {latest} (variant, question) pairs{skipped}"
     )
+    judged: dict[str, int] = {}
+    for m in report.variants.values():
+        for judge, answers in m.judges.items():
+            judged[judge] = judged.get(judge, 0) + answers
+    if judged:
+        names = ", ".join(f"{judge_label(name)} ({n} answers)" for name, n in judged.items())
+        lines.append(f"- free-form answers judged by: {names}")
     return lines
+
+
+def judge_label(name: str) -> str:
+    """How a report names a judge: its model, or what the offline judge is."""
+    if name == OFFLINE_JUDGE:
+        return "offline (approximate: key terms and embedding agreement, not a model)"
+    return f"`{name}`"
 
 
 def _variant_table(variants: dict[str, VariantMetrics]) -> list[str]:
@@ -283,7 +303,78 @@ def _breakdown_lines(variants: dict[str, VariantMetrics]) -> list[str]:
         if m.counts.error_types:
             errors = ", ".join(f"{k} {v}" for k, v in m.counts.error_types.items())
             lines.append(f"- {name}: failures by error: {errors}")
+        if m.counts.unjudged:
+            lines.append(
+                f"- {name}: {m.counts.unjudged} free-form answers have no verdict (the judge's "
+                "call failed); they are counted as unscored, not as wrong"
+            )
     return ["", *lines] if lines else []
+
+
+def _grounding_lines(variants: dict[str, VariantMetrics]) -> list[str]:
+    """The grounding table, what it means, and the per-category hit rates and mIoU."""
+    lines = [
+        f"- {name}: {m.grounding.questions} finished questions with evidence spans; "
+        f"{m.answers_uncited} of {m.counts.answered} answers cited nothing"
+        for name, m in variants.items()
+    ]
+    if not any(m.grounding.questions for m in variants.values()):
+        return [*lines, "", "No question has evidence spans: grounding is not scored."]
+    recall = [f"R@{t}" for t in IOU_THRESHOLDS]
+    head = ["Variant", "With evidence", "Hit rate", "mIoU", *recall, "Acc.", "Acc. grounded"]
+    head += ["Right & grounded", "Cited nothing"]
+    rows = []
+    for name, m in variants.items():
+        g = m.grounding
+        rows.append(
+            [
+                name,
+                str(g.questions),
+                _share(g.hit_rate),
+                _num(g.miou, 3),
+                *(_share(g.recall(t)) for t in IOU_THRESHOLDS),
+                _fraction(m.accuracy),
+                _fraction(g.accuracy_grounded),
+                _fraction(g.right_and_grounded),
+                str(g.uncited),
+            ]
+        )
+    out = [*lines, "", *_table(head, rows)]
+    out += [
+        "",
+        "Over the finished questions whose benchmark gives evidence times, the union of each "
+        "answer's cited spans against the union of the evidence spans. Hit rate: any overlap. "
+        "mIoU: mean intersection over union. R@t: share with IoU of at least t. An answer "
+        "that cites nothing, or a failed question, is a miss with IoU 0. Acc.: over every "
+        "scored question, as above. Acc. grounded: right among the scored questions that "
+        "hit. Right & grounded: right and hit, over every scored question with evidence. A "
+        "cited moment (a frame) can hit but has no length, so it adds nothing to IoU.",
+    ]
+    table = _grounding_category_table(variants)
+    if table:
+        out += ["", "Hit rate / mIoU (questions) by category:", "", *table]
+    return out
+
+
+def _grounding_category_table(variants: dict[str, VariantMetrics]) -> list[str]:
+    names = sorted({g for m in variants.values() for g in m.grounding_by_category})
+    if not names:
+        return []
+    rows = [
+        [name, *(_grounding_cell(m.grounding_by_category.get(g)) for g in names)]
+        for name, m in variants.items()
+    ]
+    return _table(["Variant", *names], rows)
+
+
+def _grounding_cell(g: Grounding | None) -> str:
+    if g is None or not g.questions:
+        return "–"
+    return f"{_share(g.hit_rate)} / {_num(g.miou, 2)} ({g.questions})"
+
+
+def _share(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
 
 
 def _usage_table(variants: dict[str, VariantMetrics]) -> list[str]:

@@ -136,9 +136,11 @@ def new_run_info(
     prompts: PromptRegistry,
     command: Sequence[str] = (),
     no_video: bool = False,
+    mode: str = "mc",
 ) -> RunInfo:
     """The header of a run; ``no_video`` (answers from the memories alone, no observation)
-    is part of its identity like the config."""
+    and ``mode`` (the benchmark's questions asked with their options, ``mc``, or in words,
+    ``open``: the same ids, other questions) are part of its identity like the config."""
     config_json = config.model_dump(mode="json")
     return RunInfo(
         format=RUN_FORMAT,
@@ -152,6 +154,7 @@ def new_run_info(
         created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         command=list(command),
         no_video=no_video,
+        mode=mode,
     )
 
 
@@ -163,6 +166,9 @@ def identity_differences(stored: RunInfo, current: RunInfo) -> list[str]:
     was_blind, now_blind = _no_video(stored), _no_video(current)
     if was_blind != now_blind:
         lines.append(f"no_video: {was_blind} in the run, {now_blind} now")
+    was_mode, now_mode = _mode(stored), _mode(current)
+    if was_mode != now_mode:
+        lines.append(f"mode: {was_mode!r} in the run, {now_mode!r} now")
     if config_hash(stored.config) != config_hash(current.config):
         before, after = identity_items(stored.config), identity_items(current.config)
         changed: dict[tuple[str, str, str], list[str]] = {}
@@ -190,6 +196,11 @@ def identity_differences(stored: RunInfo, current: RunInfo) -> list[str]:
 
 def _no_video(info: RunInfo) -> bool:
     return bool((info.model_extra or {}).get("no_video", False))
+
+
+def _mode(info: RunInfo) -> str:
+    """A run made before modes existed asked multiple-choice questions."""
+    return str((info.model_extra or {}).get("mode", "mc"))
 
 
 # --------------------------------------------------------------------------- the directory

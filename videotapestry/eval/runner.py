@@ -42,6 +42,13 @@ Why it is built this way:
 
 A failed record carries the usage of the calls its question made before the exception
 (``llm.usage.attach_spent``), so a run's totals count what failing questions cost too.
+
+Every answered record carries the answer in words and the union of the spans its
+citations cite (empty when it cited nothing: an ungrounded answer, not an error), which
+the reports score against the question's evidence spans. A free-form question (no
+options) with a reference answer is judged as its record is written (``judging``), in the
+slot of the question, so judging is bounded by ``--concurrency`` like answering; a judge
+error every question would repeat stops the run like a model error of the method.
 """
 
 from __future__ import annotations
@@ -55,7 +62,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from videotapestry.config import BUILDER_ROLES
+from videotapestry.agents.state import Citation
+from videotapestry.config import BUILDER_ROLES, JUDGE_ROLE
 from videotapestry.errors import ConfigError, VideoTapestryError
 from videotapestry.eval.answering import (
     Answerer,
@@ -65,12 +73,14 @@ from videotapestry.eval.answering import (
     RunStoppedError,
     VariantOutcome,
 )
+from videotapestry.eval.judging import Judge, needs_judge
 from videotapestry.eval.questions import EvalQuestion
-from videotapestry.eval.records import RecordUsage, ResultRecord
+from videotapestry.eval.records import Judgement, RecordUsage, ResultRecord
 from videotapestry.eval.run_reader import Key, latest, read_records
 from videotapestry.eval.run_writer import RunDirectory
 from videotapestry.memory import is_memdreamer_memory, is_native_memory
 from videotapestry.result import Result
+from videotapestry.time_spans import Span, checked, union
 from videotapestry.variants import FULL, exploration_source, variant_named
 
 if TYPE_CHECKING:
@@ -218,6 +228,7 @@ class EvalRunner:
         self._answerer = answerer or LocalAnswerer(
             vt, self.variants, concurrency=options.concurrency
         )
+        self._judge = Judge(vt.config, vt.prompts, vt.service)
         self._latest: dict[Key, ResultRecord] = {}
         self._stop: str | None = None
         self._first: dict[str, list[tuple[str, str] | None]] = {}
@@ -305,6 +316,8 @@ class EvalRunner:
             not _has_memory(self.inputs.memory(q)) for q, _ in plan.groups
         ):
             roles.update(BUILDER_ROLES)
+        if any(needs_judge(q) for q, _ in plan.groups):
+            roles.add(JUDGE_ROLE)
         return tuple(sorted(roles))
 
     async def _group(
@@ -432,11 +445,20 @@ class EvalRunner:
         reassembled_from: str | None = None,
     ) -> None:
         trace = self.run_dir.trace_relpath(variant, question.id)
+        judgement: Judgement | None = None
+        if needs_judge(question):
+            judged = await self._judge.judge(question, result.answer_text)
+            judgement = judged.judgement
+            if judged.fatal is not None:
+                self._halt(judged.fatal)
         record = ResultRecord.for_question(
             question,
             variant,
             status="answered",
-            prediction=result.answer,
+            prediction=None if question.free_form else result.answer,
+            answer_text=result.answer_text,
+            judgement=judgement,
+            cited_spans=cited_spans(result.citations),
             answer_source=result.answer_source,
             fallback=result.answer_source == "fallback",
             degraded=list(dict.fromkeys(d.kind for d in result.degraded)),
@@ -545,6 +567,20 @@ class EvalRunner:
                 f"the first {k} questions of variant {variant} all failed with the same error, "
                 f"which would repeat for every question: {error_type}: {message}"
             )
+
+
+def cited_spans(citations: Sequence[Citation]) -> list[Span]:
+    """The union of every span the citations cite. A span that is not one (ending before it
+    starts) is left out: the record scores what the answer did cite, and the trace keeps the
+    citation as given."""
+    spans = []
+    for citation in citations:
+        for start, end in citation.spans:
+            try:
+                spans.append(checked(start, end))
+            except ValueError:
+                continue
+    return union(spans)
 
 
 def _has_memory(path: Path) -> bool:

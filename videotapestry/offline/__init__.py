@@ -18,7 +18,9 @@ of images and grid cells, embeddings), ``screen_text`` (texts read over runs of 
 ``matching`` (lexical and embedding scores), ``temporal`` (the rule for questions about
 *when*), ``timestamps`` (times as replies write them), ``query_roles/`` (the rules for the
 method's prompts, one module per prompt family, with the model's own reading of the
-question) and ``builder_roles`` (the rules for the memory builder's prompts).
+question), ``builder_roles`` (the rules for the memory builder's prompts) and ``judge``
+(eval's judge of free-form answers: an approximate rule of key terms and embedding
+agreement, named ``offline`` in reports so its verdicts are never taken for a model's).
 
 The package reads everything from the prompt: it imports none of the method (agents,
 graph, retrieval, ...) nor the memory builder, so the method is never checked against its

@@ -51,9 +51,10 @@ def rules_revision() -> str:
 
 def output_schemas() -> dict:
     from videotapestry.contracts.builder import BUILDER_SCHEMAS
+    from videotapestry.contracts.judge import EVAL_SCHEMAS
     from videotapestry.contracts.method import OUTPUT_SCHEMAS
 
-    return {**OUTPUT_SCHEMAS, **BUILDER_SCHEMAS}
+    return {**OUTPUT_SCHEMAS, **BUILDER_SCHEMAS, **EVAL_SCHEMAS}
 
 
 def answer(request: ModelRequest, perception: Perception) -> dict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from videotapestry.offline import builder_roles
+from videotapestry.offline import builder_roles, judge
 from videotapestry.offline.perception import Perception
 from videotapestry.offline.prompt_reading import PromptView
 from videotapestry.offline.query_roles import answer, decision, observation, planning, update
@@ -37,4 +37,6 @@ RULES: Mapping[str, Rule] = {
     "builder_entity_merge": builder_roles.builder_entity_merge,
     "builder_super": builder_roles.builder_super,
     "builder_root": builder_roles.builder_root,
+    # Eval's judge of free-form answers (approximate: key terms and embeddings).
+    "judge": judge.judge,
 }

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from videotapestry.eval.datasets.common import DatasetError, LoadOptions
+from videotapestry.eval.datasets.cgbench import load_cgbench
+from videotapestry.eval.datasets.common import MODES, DatasetError, LoadOptions, Mode
 from videotapestry.eval.datasets.egoschema import (
     egoschema_submission,
     load_egoschema,
@@ -32,6 +33,7 @@ def loaders() -> dict[str, Loader]:
         "lvbench": load_lvbench,
         "longvideobench": load_longvideobench,
         "egoschema": load_egoschema,
+        "cgbench": load_cgbench,
         "jsonl": load_jsonl,
     }
 
@@ -50,8 +52,10 @@ def load_benchmark(
 
 
 __all__ = [
+    "MODES",
     "DatasetError",
     "LoadOptions",
+    "Mode",
     "egoschema_submission",
     "load_benchmark",
     "loaders",

@@ -1,21 +1,36 @@
 """What every loader shares: its options, its error, and reading a file without tracebacks.
 
 The checks here are the ones every benchmark needs the same way (required keys, option
-lists, answer letters, duration selection, unique ids), so a malformed row gets the same
-kind of message whichever benchmark it came from: the file, the row, and what is wrong.
+lists, answer letters, evidence times, duration selection, unique ids, the answering mode),
+so a malformed row gets the same kind of message whichever benchmark it came from: the
+file, the row, and what is wrong.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from videotapestry.contracts.fields import parse_seconds
 from videotapestry.errors import QuestionError, VideoTapestryError
 from videotapestry.eval.questions import EvalQuestion
-from videotapestry.question import LETTERS, labelled_options, option_letters, validate_question
+from videotapestry.question import (
+    LETTERS,
+    labelled_options,
+    option_body,
+    option_letters,
+    validate_question,
+)
+from videotapestry.time_spans import Span, checked
+
+#: How a benchmark's questions are asked: with their options (``mc``), or in words with
+#: the right option's text as the reference answer (``open``, where the benchmark has it).
+Mode = Literal["mc", "open"]
+MODES: tuple[Mode, ...] = ("mc", "open")
 
 
 class DatasetError(VideoTapestryError):
@@ -27,10 +42,22 @@ class LoadOptions:
     """Selections a researcher makes on the command line (``--duration long``).
 
     ``duration`` names one duration group, or several separated by commas
-    (``medium,long``); each benchmark says which names it knows.
+    (``medium,long``); each benchmark says which names it knows. ``mode`` is how the
+    questions are asked (``--mode``): ``mc`` every benchmark has; ``open`` only those that
+    publish an open-ended form (CG-Bench), so asking another for it is an error, not a run
+    of multiple-choice questions under an open-ended label.
     """
 
     duration: str | None = None
+    mode: Mode = "mc"
+
+
+def require_mode(options: LoadOptions, benchmark: str, modes: Sequence[Mode] = ("mc",)) -> None:
+    """Refuse a ``--mode`` the benchmark does not publish."""
+    if options.mode not in modes:
+        raise DatasetError(
+            f"{benchmark} has no {options.mode!r} mode (it has {', '.join(modes)}); drop --mode"
+        )
 
 
 def find_file(path: Path, names: tuple[str, ...]) -> Path:
@@ -224,6 +251,74 @@ def answer_letter(value: Any, options: Sequence[str], where: str) -> str:
     raise DatasetError(
         f"{where}: answer {value!r} is not one of the option letters {', '.join(letters)}"
     )
+
+
+def option_index(value: str, options: Sequence[str]) -> int | None:
+    """The index of the option whose text is ``value`` (case and spacing aside), if any."""
+    wanted = " ".join(value.split()).casefold()
+    for index, option in enumerate(options):
+        if option_body(option).casefold() == wanted:
+            return index
+    return None
+
+
+def evidence_spans(value: Any, where: str, key: str) -> list[Span]:
+    """Evidence times given as a list of ``[start, end]`` pairs or of objects with
+    ``start_s`` / ``end_s`` (seconds, or clock strings such as ``"01:05"``); absent or
+    null is no evidence. Anything else names the row, the field and the item."""
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise DatasetError(
+            f"{where}: {key} must be a list of [start, end] seconds, got {type(value).__name__}"
+        )
+    spans = []
+    for index, item in enumerate(value, start=1):
+        if isinstance(item, Mapping):
+            pair: Any = (item.get("start_s"), item.get("end_s"))
+        else:
+            pair = item
+        try:
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2 or None in pair:
+                raise ValueError("give [start, end] or {start_s, end_s}")
+            spans.append(checked(parse_seconds(pair[0]), parse_seconds(pair[1])))
+        except ValueError as exc:
+            raise DatasetError(f"{where}: {key} item {index} ({item!r}): {exc}") from None
+    return spans
+
+
+#: One ``start-end`` of clock times (``MM:SS``, ``HH:MM:SS``, minutes may pass 59).
+_CLOCK = r"\d+(?::\d{1,2}){1,2}(?:\.\d+)?"
+_CLOCK_SPAN = re.compile(rf"^\s*({_CLOCK})\s*[-–—~]\s*({_CLOCK})\s*$")
+
+
+def clock_spans(text: Any) -> list[Span] | None:
+    """Spans from ``"MM:SS-MM:SS"`` (or ``HH:MM:SS``; several separated by ``,`` or ``;``);
+    None when the text does not read as that, so a caller can keep it raw instead."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    spans = []
+    for part in re.split(r"[,;]", text):
+        match = _CLOCK_SPAN.match(part)
+        if match is None:
+            return None
+        try:
+            spans.append(checked(_clock_seconds(match.group(1)), _clock_seconds(match.group(2))))
+        except ValueError:
+            return None
+    return spans
+
+
+def _clock_seconds(clock: str) -> float:
+    """``MM:SS`` or ``HH:MM:SS`` in seconds; minutes may run past 59 (``118:05``, as an
+    annotator of a two-hour video writes them), seconds may not."""
+    *larger, seconds = clock.split(":")
+    if float(seconds) >= 60 or (len(larger) == 2 and int(larger[1]) >= 60):
+        raise ValueError(f"{clock!r} is not a clock time")
+    total = float(seconds)
+    for scale, part in zip((60, 3600), reversed(larger), strict=False):
+        total += scale * int(part)
+    return total
 
 
 def check_question(where: str, build: Callable[[], EvalQuestion]) -> EvalQuestion:

@@ -38,6 +38,7 @@ from videotapestry.eval.datasets.common import (
     read_json_lines,
     read_parquet_rows,
     require,
+    require_mode,
     select_duration,
     text_field,
 )
@@ -58,6 +59,7 @@ ROW_FILE_PATTERNS = ("*.parquet", "*.jsonl", "Subset/*.parquet", "Subset/*.jsonl
 
 
 def load_egoschema(path: Path, options: LoadOptions) -> list[EvalQuestion]:
+    require_mode(options, BENCHMARK)
     rows_path = _row_file(path)
     if rows_path is not None:
         if rows_path.suffix.lower() == ".parquet":

@@ -31,6 +31,7 @@ from videotapestry.eval.datasets.common import (
     number_field,
     read_json,
     require,
+    require_mode,
     select_duration,
     text_field,
 )
@@ -53,6 +54,7 @@ DURATION_GROUPS = {
 
 
 def load_longvideobench(path: Path, options: LoadOptions) -> list[EvalQuestion]:
+    require_mode(options, BENCHMARK)
     path = find_file(path, FILE_NAMES)
     rows = json_list_of_objects(path, read_json(path), "entry")
     per_video: dict[str, int] = {}

@@ -9,8 +9,12 @@ text as ``"\\n(A) …"`` lines, and are split off here.
 
 Normalized: ``id`` is ``str(uid)`` (the key LVBench's own scorer uses); ``categories`` are
 the question types, LVBench's per-dimension table; ``duration_s`` comes from
-``duration_minutes``. LVBench has no duration groups. The genre, time reference (raw, and
-in seconds when it parses), fps and resolution stay in ``extra``.
+``duration_minutes``; ``evidence_spans`` is the time reference in seconds (``MM:SS-MM:SS``,
+minutes past 59 in long videos, ``HH:MM:SS``, or several spans separated by commas), which
+grounding is scored against. A time reference that does not read as times gives no
+evidence spans rather than refusing the question (it stays answerable), and is kept raw.
+LVBench has no duration groups and no open-ended mode. The genre, the raw time reference,
+fps and resolution stay in ``extra``.
 """
 
 from __future__ import annotations
@@ -19,18 +23,19 @@ import re
 from pathlib import Path
 from typing import Any
 
-from videotapestry.contracts.fields import parse_seconds
 from videotapestry.eval.datasets.common import (
     DatasetError,
     LoadOptions,
     answer_letter,
     check_question,
     check_unique_ids,
+    clock_spans,
     find_file,
     normalized_options,
     number_field,
     read_json_lines,
     require,
+    require_mode,
     select_duration,
     text_field,
 )
@@ -44,6 +49,7 @@ _INLINE_OPTION = re.compile(r"\n[ \t]*\(([A-Za-z])\)[ \t]*")
 
 
 def load_lvbench(path: Path, options: LoadOptions) -> list[EvalQuestion]:
+    require_mode(options, BENCHMARK)
     path = find_file(path, FILE_NAMES)
     questions = []
     for number, row in read_json_lines(path):
@@ -116,9 +122,7 @@ def _question(
     reference = item.get("time_reference")
     if reference:
         extra["time_reference"] = reference
-        span = _time_span(reference)
-        if span is not None:
-            extra["time_reference_s"] = span
+    spans = clock_spans(reference) or []
     return check_question(
         where,
         lambda: EvalQuestion(
@@ -131,17 +135,7 @@ def _question(
             answer=answer,
             categories=list(dict.fromkeys(t.strip() for t in types)),
             duration_s=None if minutes is None else round(minutes * 60.0, 3),
+            evidence_spans=spans,
             extra=extra,
         ),
     )
-
-
-def _time_span(reference: Any) -> list[float] | None:
-    """``"MM:SS-MM:SS"`` in seconds; None when it does not read as two times (kept raw)."""
-    if not isinstance(reference, str) or reference.count("-") != 1:
-        return None
-    try:
-        start, end = (parse_seconds(part) for part in reference.split("-"))
-    except ValueError:
-        return None
-    return [start, end] if end >= start else None

@@ -39,6 +39,7 @@ from videotapestry.eval.datasets.common import (
     read_json_lines,
     read_parquet_rows,
     require,
+    require_mode,
     select_duration,
     text_field,
 )
@@ -64,6 +65,7 @@ _TEMPLATE_ALIASES = {
 
 
 def load_videomme(path: Path, options: LoadOptions) -> list[EvalQuestion]:
+    require_mode(options, BENCHMARK)
     path = _annotation_file(path)
     if path.suffix.lower() == ".parquet":
         questions = [
