@@ -196,7 +196,7 @@ class LocalAnswerer:
                 prepared.memory,
                 question.question,
                 # A free-form question is asked without options: answered in words.
-                question.options or None,  # type: ignore[arg-type]
+                question.options or None,
                 question_id=question.id,
                 subtitle_path=prepared.subtitles,
                 subtitle_offset_s=question.subtitle_offset_s,
