@@ -18,19 +18,21 @@ import asyncio
 import dataclasses
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from videotapestry import plugins
 from videotapestry.agents.answer import run_answer_agent
 from videotapestry.agents.citations import citable
 from videotapestry.agents.context import ProgressCallback, RunContext
+from videotapestry.agents.follow_up import resolve_follow_up
 from videotapestry.agents.rules import is_global_question
-from videotapestry.agents.state import QuestionInput
+from videotapestry.agents.state import Degradation, EarlierTurn, QuestionInput
 from videotapestry.assemble import CompositeMemory, assemble
 from videotapestry.config import Config, load_config, validate_config
+from videotapestry.conversation import Conversation
 from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
 from videotapestry.errors import ConfigError, ModelCallError, VideoTapestryError
 from videotapestry.graph import build_graph
@@ -49,10 +51,14 @@ from videotapestry.result import (
 )
 from videotapestry.run_setup import open_run_context
 from videotapestry.variants import REASSEMBLY_VARIANTS, variant_named
+from videotapestry.video import VideoReader
 from videotapestry.views.trace_html import result_fragment
+
+T = TypeVar("T")
 
 __all__ = [
     "BatchResults",
+    "Conversation",
     "LoadedMemory",
     "QuestionFailure",
     "QuestionItem",
@@ -127,11 +133,27 @@ class VideoTapestry:
 
     def answer(self, *args: Any, **kwargs: Any) -> Result:
         """Synchronous ``aanswer`` (for scripts; in a notebook, ``await aanswer(...)``)."""
-        return self._sync(self.aanswer(*args, **kwargs))
+        return self.run_sync(self.aanswer(*args, **kwargs))
 
     def reanswer(self, *args: Any, **kwargs: Any) -> Result:
         """Synchronous ``areanswer``."""
-        return self._sync(self.areanswer(*args, **kwargs))
+        return self.run_sync(self.areanswer(*args, **kwargs))
+
+    def conversation(
+        self,
+        video: str | Path | None,
+        memory: str | Path | VideoMemory,
+        **answer_options: Any,
+    ) -> Conversation:
+        """Follow-up questions about ``video``: ``conversation.ask(question, options=None)``
+        answers each in the light of the turns before it (``Conversation``).
+        ``answer_options`` go to every turn's ``aanswer`` (``no_video``, ``subtitle_path``)."""
+        return Conversation(self, video, memory, answer_options=dict(answer_options))
+
+    def run_sync(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run one of this facade's coroutines to the end from synchronous code, closing the
+        model clients after (they belong to the event loop that ends here)."""
+        return self._sync(coroutine)
 
     def _sync(self, coroutine: Any) -> Any:
         async def run() -> Any:
@@ -157,10 +179,16 @@ class VideoTapestry:
         checkpointer: Any = None,
         thread_id: str | None = None,
         keep_images: bool = True,
+        history: Sequence[EarlierTurn] = (),
+        readers: Sequence[VideoReader] = (),
     ) -> Result:
         """Answer one question: multiple-choice with ``options``, free-form without (the same
         method; the Answer agent then answers in words, ``Result.answer_text``). Either way
         the result cites the moments its answer rests on (``Result.citations``).
+        ``history`` holds a conversation's earlier turns (``conversation``): every agent is
+        shown them, and a reference to the previous answer ("right after that") is resolved
+        to the moment it cited (``Result.asked`` keeps the words as asked). ``readers``:
+        decoders of ``video`` already open, used and left open (a conversation's).
         ``keep_images`` keeps the JPEGs the agents saw on the result (for notebooks); batch
         runs leave it off, as hundreds of questions would hold GBs.
 
@@ -173,17 +201,36 @@ class VideoTapestry:
         self.service.check_credentials(self._roles())
         started = time.perf_counter()
         qid = question_id or short_hash(question, *options)
+        follow_up = resolve_follow_up(question, history)
         item = QuestionInput(
-            question=question,
+            question=follow_up.question,
             options=list(options),
             question_id=qid,
             subtitle_path=str(subtitle_path) if subtitle_path else None,
             subtitle_offset_s=subtitle_offset_s,
+            history=list(history),
+            asked=follow_up.asked,
         )
+        setup = []
+        if follow_up.unresolved:
+            setup.append(
+                Degradation(
+                    kind="follow_up_unresolved",
+                    level="setup",
+                    what="the follow-up's reference to an earlier answer",
+                    why=follow_up.unresolved,
+                )
+            )
         # Opening the video (probe, decoders) and loading the memory are CPU and file work:
         # off the event loop, so concurrent questions keep their model calls going.
         ctx = await asyncio.to_thread(
-            self._context, video, memory, item, no_video=no_video, progress=progress
+            self._context,
+            video,
+            memory,
+            item,
+            no_video=no_video,
+            progress=progress,
+            readers=readers,
         )
         try:
             graph = self.build_graph(checkpointer=checkpointer)
@@ -197,7 +244,7 @@ class VideoTapestry:
                 if resume
                 else {
                     "question": item,
-                    "is_global": is_global_question(question, options),
+                    "is_global": is_global_question(item.question, options),
                 }
             )
             if ctx.observation_disabled:
@@ -210,7 +257,9 @@ class VideoTapestry:
             ctx.close_video()
         if not keep_images:
             ctx.images.clear()
-        return self._result(item, ctx, state, time.perf_counter() - started, memory=memory)
+        return self._result(
+            item, ctx, state, time.perf_counter() - started, memory=memory, setup=setup
+        )
 
     async def areanswer(
         self,
@@ -258,8 +307,7 @@ class VideoTapestry:
             answer = await run_answer_agent(
                 session,
                 self.prompts,
-                question=item.question,
-                options=item.options,
+                question=item,
                 memory=composite.text,
                 handoff_trace=composite.handoff_trace,
                 evidence=citable(exploration.levels),
@@ -404,6 +452,7 @@ class VideoTapestry:
         *,
         no_video: bool,
         progress: ProgressCallback | None,
+        readers: Sequence[VideoReader] = (),
     ) -> RunContext:
         return open_run_context(
             video,
@@ -416,6 +465,7 @@ class VideoTapestry:
             memories=self._memories,
             no_video=no_video,
             progress=progress,
+            readers=readers,
         )
 
     def _result(
@@ -426,9 +476,10 @@ class VideoTapestry:
         elapsed: float,
         *,
         memory: str | Path | VideoMemory,
+        setup: Sequence[Degradation] = (),
     ) -> Result:
         """A run from the start: its exploration and final memory read from the graph's
-        final state."""
+        final state; ``setup``: what changed the question before any level ran."""
         levels = list(state.get("levels", []))
         exploration = Exploration(
             question=item,
@@ -438,7 +489,7 @@ class VideoTapestry:
             run_id=uuid.uuid4().hex[:12],
             memory_source=_memory_source(memory),
             video_fingerprint=ctx.video.info.fingerprint if ctx.video is not None else None,
-            degraded=[d for outcome in levels for d in outcome.degraded],
+            degraded=[*setup, *(d for outcome in levels for d in outcome.degraded)],
             video_path=str(Path(ctx.video.info.path).resolve()) if ctx.video is not None else None,
             video_duration_s=ctx.duration_s,
         )

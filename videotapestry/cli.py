@@ -26,6 +26,7 @@ from videotapestry import __version__
 from videotapestry.commands import (
     ask,
     build_memory,
+    chat,
     check_endpoint,
     compare,
     demo,
@@ -57,6 +58,7 @@ COMMANDS: tuple[CommandModule, ...] = (
     show_config,
     check_endpoint,
     ask,
+    chat,
     reanswer,
     import_memdreamer,
     inspect,

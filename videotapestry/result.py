@@ -66,6 +66,9 @@ class Result:
     answer_text: str = ""
     #: The claims of the answer with the evidence each cites (moments of the video).
     citations: list[Citation] = field(default_factory=list)
+    #: A follow-up in the user's words when its "that" was resolved (``question`` is then
+    #: the resolved text the agents were given); empty otherwise.
+    asked: str = ""
     handoff: list[HandoffEntry] = field(default_factory=list)
     #: Identifies the exploration; a reanswered result keeps its exploration's id.
     run_id: str = ""
@@ -130,6 +133,7 @@ class Result:
             degraded=[*exploration.degraded, *_answer_degradation(answer)],
             answer_text=answer.text,
             citations=list(answer.citations),
+            asked=question.asked,
             handoff=list(exploration.handoff),
             run_id=exploration.run_id,
             reassembled_from=reassembled_from,
@@ -168,6 +172,7 @@ class Result:
             "degraded": [d.model_dump(mode="json") for d in self.degraded],
             "answer_text": self.answer_text,
             "citations": [c.model_dump(mode="json") for c in self.citations],
+            "asked": self.asked,
             "reassembled_from": self.reassembled_from,
             "elapsed_s": round(self.elapsed_s, 3),
         }
@@ -314,6 +319,7 @@ def load_result(path: str | Path) -> Result:
             degraded=[Degradation.model_validate(d) for d in summary.get("degraded", [])],
             answer_text=summary.get("answer_text", ""),
             citations=[Citation.model_validate(c) for c in summary.get("citations", [])],
+            asked=summary.get("asked", ""),
             handoff=[HandoffEntry.model_validate(item) for item in data["handoff"]],
             run_id=summary.get("run_id", ""),
             reassembled_from=summary.get("reassembled_from"),

@@ -9,7 +9,7 @@ a degradation of the run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +21,7 @@ from videotapestry.memory_cache import MemoryCache
 from videotapestry.video import VideoReader, open_video
 
 if TYPE_CHECKING:
-    from videotapestry.config import AsrConfig, Config
+    from videotapestry.config import AsrConfig, Config, VideoConfig
     from videotapestry.embeddings import Embedder
     from videotapestry.llm.service import ModelService
     from videotapestry.prompts import PromptRegistry
@@ -39,36 +39,30 @@ def open_run_context(
     memories: MemoryCache,
     no_video: bool,
     progress: ProgressCallback | None,
+    readers: Sequence[VideoReader] = (),
 ) -> RunContext:
     """The context one question runs in; its decoders are the caller's to close
-    (``RunContext.close_video``), and are closed here if setting up fails."""
+    (``RunContext.close_video``), and are closed here if setting up fails. ``readers``:
+    decoders of ``video`` already open (a conversation's), used as they are and left open."""
     disabled = None
-    reader = None
+    owned = not readers
+    decoders: list[VideoReader] = []
     if no_video:
         disabled = "disabled by the caller (--no-video)"
     elif video is None:
         disabled = "no video file was given; answering from the stored memory only"
     else:
-        reader = open_video(video, config.video)
+        decoders = list(readers) or open_decoders(video, config.video)
+    reader = decoders[0] if decoders else None
     video_fp = reader.info.fingerprint if reader is not None else None
-    extra: list[VideoReader] = []
     try:
-        if reader is not None:
-            # Same backend and probe as the first reader: no second probe or fingerprint,
-            # and every decoder returns identical frames.
-            reopen: Callable[..., VideoReader] = type(reader)
-            extra = [
-                reopen(reader.info.path, config.video, info=reader.info)
-                for _ in range(config.video.parallel_decoders - 1)
-            ]
         loaded = memories.load(memory, video_fingerprint=video_fp)
         transcripts, asr_unavailable = _transcripts(
             config.asr, memories, reader, memory, item, video_fp
         )
     except BaseException:
-        for opened in [reader, *extra]:
-            if opened is not None:
-                opened.close()
+        for opened in decoders if owned else []:
+            opened.close()
         raise
     ctx = RunContext(
         config=config,
@@ -76,7 +70,7 @@ def open_run_context(
         prompts=prompts,
         session=service.session(),
         video=reader,
-        extra_decoders=extra,
+        extra_decoders=decoders[1:],
         transcripts=transcripts,
         embedder=embedder,
         locator=loaded.locator,
@@ -84,10 +78,29 @@ def open_run_context(
         observation_disabled=disabled,
         asr_unavailable=asr_unavailable,
         progress=progress,
+        owns_video=owned,
     )
     # Waits and retries of slow calls reach the same display as the level steps.
     ctx.session.progress = lambda event: ctx.report(**event)
     return ctx
+
+
+def open_decoders(video: str | Path, config: VideoConfig) -> list[VideoReader]:
+    """``config.parallel_decoders`` readers of ``video``: the first probes it, the others
+    reopen it with the same backend and probe (no second fingerprint, identical frames)."""
+    reader = open_video(video, config)
+    decoders = [reader]
+    try:
+        reopen: Callable[..., VideoReader] = type(reader)
+        decoders += [
+            reopen(reader.info.path, config, info=reader.info)
+            for _ in range(config.parallel_decoders - 1)
+        ]
+    except BaseException:
+        for opened in decoders:
+            opened.close()
+        raise
+    return decoders
 
 
 def _transcripts(

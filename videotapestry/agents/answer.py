@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from videotapestry.agents.citations import resolve_citations
 from videotapestry.agents.options import extract_answer_letter
-from videotapestry.agents.state import AnswerOutcome, EvidenceRef
+from videotapestry.agents.state import AnswerOutcome, EvidenceRef, QuestionInput
 from videotapestry.contracts.method import FinalAnswer
 from videotapestry.errors import ModelCallError, StructuredOutputError
 from videotapestry.images import ImagePart
@@ -31,8 +31,7 @@ async def run_answer_agent(
     session: ModelSession,
     prompts: PromptRegistry,
     *,
-    question: str,
-    options: Sequence[str],
+    question: QuestionInput,
     memory: str,
     handoff_trace: str,
     evidence: Mapping[str, EvidenceRef],
@@ -42,20 +41,18 @@ async def run_answer_agent(
     stored memory, whose node ids are citable over their time ranges."""
     prompt = prompts.render(
         "final_answer",
-        question=question,
-        options=list(options),
+        **question.prompt_variables(),
         handoff_trace=handoff_trace,
         memory=memory,
     )
-    return await _answer(session, "answer", prompt, options, (), evidence, nodes)
+    return await _answer(session, "answer", prompt, question.options, (), evidence, nodes)
 
 
 async def run_direct_answer(
     session: ModelSession,
     prompts: PromptRegistry,
     *,
-    question: str,
-    options: Sequence[str],
+    question: QuestionInput,
     frames: Sequence[ImagePart],
     frame_refs: Sequence[EvidenceRef],
     video_duration: float,
@@ -65,15 +62,14 @@ async def run_direct_answer(
     its ``frame_refs`` id."""
     prompt = prompts.render(
         "direct_answer",
-        question=question,
-        options=list(options),
+        **question.prompt_variables(),
         video_duration=round(video_duration, 1),
         image_notes=[
             f"{ref.id}: {image.label}" for ref, image in zip(frame_refs, frames, strict=True)
         ],
     )
     evidence = {ref.id: ref for ref in frame_refs}
-    return await _answer(session, "direct", prompt, options, frames, evidence, nodes)
+    return await _answer(session, "direct", prompt, question.options, frames, evidence, nodes)
 
 
 async def _answer(

@@ -53,6 +53,8 @@ class RunContext:
     stream: ProgressCallback | None = None
     #: Every image sent to a model in this question, for notebooks (never stored in state).
     images: list[ImagePart] = field(default_factory=list)
+    #: False when the decoders belong to the caller (a conversation keeps them open).
+    owns_video: bool = True
 
     @property
     def variant(self) -> Variant:
@@ -64,6 +66,8 @@ class RunContext:
         return [self.video, *self.extra_decoders] if self.video is not None else []
 
     def close_video(self) -> None:
+        if not self.owns_video:
+            return
         for reader in self.decoders:
             reader.close()
 

@@ -130,6 +130,7 @@ class LevelVariables(TypedDict):
     memory_level: Level
     question: str
     options: list[str]
+    earlier_turns: list[str]
     upstream_instruction: str
 
 
@@ -141,6 +142,7 @@ def level_variables(
         "memory_level": level,
         "question": question.question,
         "options": question.options,
+        "earlier_turns": question.prompt_variables()["earlier_turns"],
         "upstream_instruction": instruction_in or "",
     }
 

@@ -107,8 +107,7 @@ async def locator_hints(
             AnchorPlan(),
             level="super",
             log=log,
-            question=question.question,
-            options=question.options,
+            **question.prompt_variables(),
             max_anchors=MAX_ANCHORS,
         )
         anchors = clean_anchors(reply.anchors, question.options, max_anchors=MAX_ANCHORS)
@@ -153,8 +152,7 @@ async def run_overview(
             OverviewPlan(observation_instruction=_default_visual_instruction()),
             level="super",
             log=log,
-            question=question.question,
-            options=question.options,
+            **question.prompt_variables(),
             video_duration=round(duration, 1),
             observation_time_bounds=[0.0, round(duration, 1)],
             global_summary=serialize_root(memory).text,
@@ -191,8 +189,7 @@ async def run_overview(
             AsrPlan(observation_instruction=instruction),
             level="super",
             log=log,
-            question=question.question,
-            options=question.options,
+            **question.prompt_variables(),
             video_duration=round(duration, 1),
             visual_window=[round(window.start_s, 1), round(window.end_s, 1)],
             visual_observation=visual.result if visual is not None else "",
@@ -280,8 +277,7 @@ async def run_overview(
                 SuperUpdate(updated_memories={}),
                 level="super",
                 log=log,
-                question=question.question,
-                options=question.options,
+                **question.prompt_variables(),
                 previous_instruction="",
                 update_instruction=(
                     "Add the observed facts to the SuperEvents the sources concern; summarize "

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from videotapestry.timecode import format_timestamp
+
 Level = Literal["super", "macro", "subgraph"]
 LEVELS: tuple[Level, ...] = ("super", "macro", "subgraph")
 AGENT_NAMES: dict[Level, str] = {
@@ -26,6 +28,15 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class EarlierTurn(_Model):
+    """A question asked before in the same conversation, its answer and the moments that
+    answer cited: what a follow-up's "that" points at, shown to every agent."""
+
+    question: str
+    answer: str
+    spans: list[tuple[float, float]] = Field(default_factory=list)
+
+
 class QuestionInput(_Model):
     """One question about one video: multiple-choice, or free-form when it has no options."""
 
@@ -34,6 +45,40 @@ class QuestionInput(_Model):
     question_id: str = "q"
     subtitle_path: str | None = None
     subtitle_offset_s: float = 0.0
+    #: Earlier turns of a conversation, oldest first (empty for a question on its own).
+    history: list[EarlierTurn] = Field(default_factory=list)
+    #: The user's own words when a follow-up's reference ("right after that") was resolved
+    #: to the previous answer's cited moment; ``question`` is then the resolved text.
+    asked: str = ""
+
+    def prompt_variables(self) -> dict[str, Any]:
+        """What every prompt that shows the question (``_question.jinja``) is given."""
+        return {
+            "question": self.question,
+            "options": list(self.options),
+            "earlier_turns": earlier_turn_lines(self.history),
+        }
+
+
+#: Earlier turns a prompt shows (the latest ones): enough for a follow-up to refer back,
+#: without a long chat growing every prompt.
+MAX_EARLIER_TURNS = 4
+
+
+def earlier_turn_lines(history: list[EarlierTurn]) -> list[str]:
+    """Earlier turns as the prompts show them, one per line, with the times they cited."""
+    lines = []
+    shown = history[-MAX_EARLIER_TURNS:]
+    first = len(history) - len(shown) + 1
+    for number, turn in enumerate(shown, start=first):
+        cited = ", ".join(
+            f"{format_timestamp(start)}-{format_timestamp(end)}" for start, end in turn.spans
+        )
+        lines.append(
+            f"{number}. Asked: {turn.question} | Answered: {turn.answer or '(no answer)'} | "
+            f"Cited: {cited or 'nothing'}"
+        )
+    return lines
 
 
 class ImageRef(_Model):
@@ -75,6 +120,7 @@ DegradationKind = Literal[
     "update_rejected",  # some entries of an update reply were unusable; originals kept
     "answer_fallback",  # the Answer agent gave no usable letter: the letter is a guess
     "citation_invalid",  # the answer cited ids that name no evidence (they were dropped)
+    "follow_up_unresolved",  # "that" in a follow-up had no cited moment to point at
 ]
 
 

@@ -68,3 +68,11 @@ class VideoConfig(StrictModel):
         description="readers (file handles and threads) that decode one observation's frames "
         "together, each a contiguous stretch; the frames are the same as with one",
     )
+    kept_decoded_frames: int = Field(
+        0,
+        ge=0,
+        le=10_000,
+        description="decoded frames each open reader keeps for asking again (the most "
+        "recently used; 0 keeps none). A conversation keeps its readers open across turns, "
+        "so a follow-up that looks at the same moments decodes nothing twice",
+    )

@@ -78,6 +78,9 @@ class TemporalAsk:
     anchor: str
     anchor_kind: Kind | None
     target_kind: Kind | None
+    #: The anchor given as times ("right after the moment at 03:55-04:12", how a follow-up
+    #: about the previous answer's cited moment reads): the moment itself, no text to match.
+    at: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -223,7 +226,10 @@ def choose_by_time(
         ]
         keys = [
             k
-            for k in (_distance_in_relation(ask.relation, anchor, u) for u in candidates)
+            for k in (
+                _distance_in_relation(ask.relation, anchor, u, timed_anchor=ask.at is not None)
+                for u in candidates
+            )
             if k is not None
         ]
         if keys:
@@ -235,6 +241,47 @@ def choose_by_time(
     if len(best) > 1 and best[0][0] == best[1][0]:
         return None
     return TemporalChoice(best[0][1], anchor, best[0][2])
+
+
+def first_in_relation(ask: TemporalAsk, units: Sequence[str]) -> TemporalChoice | None:
+    """For a free-form question about *when*: the evidence unit standing in the asked
+    relation to the anchor, nearest first, of the kind asked for (on screen, said); None
+    when there is no anchor or nothing stands in the relation. Units read at the anchor's
+    own moment (the anchor slide's other lines) are not an answer to "after" or "before"."""
+    timed = timed_units(units)
+    anchor = _anchor_unit(ask, timed)
+    if anchor is None:
+        return None
+    timed_anchor = ask.at is not None
+    keyed = []
+    for unit in timed:
+        if unit is anchor or not _kind_ok(unit.kind, ask.target_kind):
+            continue
+        if ask.relation != "at" and _same_moment(unit, anchor):
+            continue
+        found = _distance_in_relation(ask.relation, anchor, unit, timed_anchor=timed_anchor)
+        if found is not None:
+            keyed.append(found)
+    if not keyed:
+        return None
+    _key, unit = min(keyed, key=lambda item: item[0])
+    if unit.kind == "screen":  # the slide's other lines, read apart by OCR, belong with it
+        lines = dict.fromkeys(
+            part
+            for u in timed
+            if u.kind == "screen" and _same_moment(u, unit)
+            for part in re.sub(rf"^\[?{_CLOCK}\s*-\s*{_CLOCK}\]?:?\s*", "", u.text).split(" / ")
+        )
+        when = f"{format_timestamp(unit.start)}-{format_timestamp(unit.end)}: "
+        unit = TimedUnit(when + " / ".join(lines), unit.start, unit.end, unit.kind)
+    return TemporalChoice("", anchor, unit)
+
+
+def _same_moment(unit: TimedUnit, anchor: TimedUnit) -> bool:
+    return (
+        abs(unit.start - anchor.start) <= SAME_MOMENT_S
+        and abs(unit.end - anchor.end) <= SAME_MOMENT_S
+    )
 
 
 # -- internals ------------------------------------------------------------------------------
@@ -260,12 +307,20 @@ def _ask_of(relation: str, anchor: str, rest: str) -> TemporalAsk:
     """The ask of an "after X, ..." / "... before X" question (``relation`` as written)."""
     anchor = _strip_saying(anchor)
     side: Relation = "after" if relation.lower() == "after" else "before"
-    return TemporalAsk(
-        side,
-        anchor,
-        _kind_of(anchor),
-        _kind_of(rest),
-    )
+    return TemporalAsk(side, anchor, _kind_of(anchor), _kind_of(rest), at=anchor_times(anchor))
+
+
+def anchor_times(anchor: str) -> tuple[float, float] | None:
+    """The times an anchor phrase gives instead of words ("the moment at 03:55-04:12",
+    "04:12"); None for an anchor named by what happens."""
+    words = re.sub(rf"{_CLOCK}|\b(?:the|a|moment|time|at|point|part|scene)\b|[-,.()]", " ", anchor)
+    if words.strip():
+        return None
+    found = _RANGE.search(anchor)
+    if found:
+        return (parse_seconds(found[1]), parse_seconds(found[2]))
+    single = re.search(_CLOCK, anchor)
+    return (parse_seconds(single[0]),) * 2 if single else None
 
 
 def _strip_saying(anchor: str) -> str:
@@ -285,7 +340,10 @@ def _kind_ok(kind: Kind | None, wanted: Kind | None) -> bool:
 
 def _anchor_unit(ask: TemporalAsk, timed: Sequence[TimedUnit]) -> TimedUnit | None:
     """The unit of the best-matching moment: units read at the same moment (one slide's
-    lines, which OCR reads apart) are matched together."""
+    lines, which OCR reads apart) are matched together. An anchor given as times is that
+    moment itself."""
+    if ask.at is not None:
+        return TimedUnit(ask.anchor, ask.at[0], ask.at[1], None)
     usable = [u for u in timed if _kind_ok(u.kind, ask.anchor_kind)]
     scored = []
     for unit in usable:
@@ -302,7 +360,7 @@ def _anchor_unit(ask: TemporalAsk, timed: Sequence[TimedUnit]) -> TimedUnit | No
 
 
 def _distance_in_relation(
-    relation: Relation, anchor: TimedUnit, unit: TimedUnit
+    relation: Relation, anchor: TimedUnit, unit: TimedUnit, *, timed_anchor: bool = False
 ) -> tuple[tuple[float, float], TimedUnit] | None:
     """Smaller is better: the distance in the asked direction, then the unit's length (a
     single slide's text says more about a moment than a summary of several); None when the
@@ -312,7 +370,9 @@ def _distance_in_relation(
         gap = max(0.0, max(anchor.start, unit.start) - min(anchor.end, unit.end))
         return ((gap, width), unit) if gap <= 30.0 else None
     if relation == "after":
-        return ((unit.start - anchor.start, width), unit) if unit.start > anchor.start else None
+        # A moment given as times is over at its end: what comes after it starts then.
+        since = anchor.end - 1.0 if timed_anchor else anchor.start
+        return ((unit.start - since, width), unit) if unit.start > since else None
     if unit.end <= anchor.start + 1.0:
         return ((anchor.start - unit.end, width), unit)
     return None

@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -105,6 +106,10 @@ class _ReaderBase:
         self.info = info
         self.config = config
         self._lock = threading.Lock()
+        #: Decoded frames kept for asking again (``config.kept_decoded_frames``), by index.
+        self._kept: OrderedDict[int, Frame] = OrderedDict()
+        #: How many frames were served from ``_kept`` (to check the reuse works).
+        self.reused_frames = 0
 
     def frames_at(self, timestamps: Sequence[float]) -> list[Frame]:
         indices = [self._index_for(t) for t in timestamps]
@@ -125,12 +130,26 @@ class _ReaderBase:
         if self._closed():
             raise VideoError(f"the reader of {self.info.path} is closed", path=self.info.path)
         with self._lock:
-            decoded = self._decode(unique)
-        by_index = {
-            index: Frame(actual / self.info.fps, actual, image)
-            for index, (actual, image) in zip(unique, decoded, strict=True)
-        }
+            by_index = {i: self._kept[i] for i in unique if i in self._kept}
+            self.reused_frames += len(by_index)
+            missing = [i for i in unique if i not in by_index]
+            decoded = self._decode(missing) if missing else []
+            for index, (actual, image) in zip(missing, decoded, strict=True):
+                by_index[index] = Frame(actual / self.info.fps, actual, image)
+            self._keep(by_index)
         return [by_index[index] for index in wanted]
+
+    def _keep(self, frames: dict[int, Frame]) -> None:
+        """Remember the frames just served, dropping the least recently used beyond the
+        configured count."""
+        limit = self.config.kept_decoded_frames
+        if limit <= 0:
+            return
+        for index, frame in frames.items():
+            self._kept[index] = frame
+            self._kept.move_to_end(index)
+        while len(self._kept) > limit:
+            self._kept.popitem(last=False)
 
     def keyframe_before(self, index: int) -> int | None:
         return None

@@ -34,7 +34,13 @@ from videotapestry.offline.prompt_reading import (
 from videotapestry.offline.query_roles.question_reading import topic_of
 from videotapestry.offline.query_roles.ranking import OBSERVED_MARK
 from videotapestry.offline.screen_text import readings
-from videotapestry.offline.temporal import choose_by_time, moments, temporal_ask
+from videotapestry.offline.temporal import (
+    choose_by_time,
+    first_in_relation,
+    moments,
+    temporal_ask,
+)
+from videotapestry.offline.timestamps import span_text
 
 
 def _choose_option(
@@ -86,6 +92,19 @@ def _answer_in_words(
             "evidence to answer from.",
             "answer": "",
         }, ""
+    ask = temporal_ask(question.question)
+    if ask is not None:
+        found = first_in_relation(ask, texts)
+        if found is not None:
+            reasoning = (
+                f"Offline rule model (reads text, not a VLM), rule of time: the question "
+                f"points at {ask.anchor!r} ({span_text(found.anchor.start, found.anchor.end)}); "
+                f'the evidence {_WHERE[ask.relation]} it is "{_shortened(found.evidence.text)}" '
+                f"({span_text(found.evidence.start, found.evidence.end)})."
+            )
+            return {"reasoning": reasoning, "answer": _stated(found.evidence.text)}, (
+                found.evidence.text
+            )
     topic = topic_of(question)
     vectors = perception.embed([question.question, *texts])
     scores = [
@@ -104,6 +123,7 @@ def _answer_in_words(
     return {"reasoning": reasoning, "answer": fact}, texts[best]
 
 
+_WHERE = {"at": "at the time of", "after": "first after", "before": "last before"}
 #: How much a line that mostly repeats the question's own words still counts as an answer.
 ECHO_WEIGHT = 0.3
 #: The share of a line's content words the question must not hold for it to be an answer.
@@ -122,11 +142,19 @@ def _adds_to(question: str, unit: str) -> bool:
 
 
 def _stated(unit: str) -> str:
-    """An evidence line as an answer: without the time, id and kind labels that lead it."""
-    text = re.sub(rf"^(?:\[?{CLOCK}(?:-{CLOCK})?\]?:?\s*)+", "", unit.strip())
-    text = re.sub(r"^\[(?:Visual|Transcript|Evidence)\]\s*", "", text)
-    text = re.sub(rf"^[\w.:-]+ \[@?{CLOCK}(?:-{CLOCK})?\]\s*", "", text)
-    return _shortened(text, 200)
+    """An evidence line as an answer: without the time, id and kind labels that lead it (or
+    lead each of the parts a moment joins with " / ") and the OCR notes that follow them."""
+    parts = []
+    for part in unit.split(" / "):
+        text = re.sub(rf"^(?:\[?{CLOCK}(?:-{CLOCK})?\]?:?\s*)+", "", part.strip())
+        text = re.sub(r"^(?:Observed|\[(?:Visual|Transcript|Evidence)\])[:\s]*", "", text)
+        text = re.sub(rf"^(?:- )?[\w.:-]+ \[@?{CLOCK}(?:-{CLOCK})?\]\s*", "", text)
+        text = re.sub(rf"^(?:\[?{CLOCK}(?:-{CLOCK})?\]?:?\s*)+", "", text)
+        text = re.sub(r"\s*\((?:scene_text|text|speech)\)(?::? read by OCR)?\s*$", "", text)
+        text = text.strip().strip('"').strip()
+        if text and text not in parts:
+            parts.append(text)
+    return _shortened(" / ".join(parts), 200)
 
 
 def _reasoning(best: OptionScore, scores: Sequence[OptionScore], where: str) -> str:

@@ -75,6 +75,8 @@ def _toward_the_moment(
     """For a question about *when*, the moment it names outweighs the options (which occur
     all over the video): the entry holding the anchor gains most, and for "after"/"before"
     so does the entry next to it on that side, where the answer lies."""
+    if ask.at is not None:
+        return _toward_the_time(entries, scores, ask.relation, ask.at)
     anchor = [anchor_match(ask.anchor, e.text) for e in entries]
     boosted = [s + 2.0 * a for s, a in zip(scores, anchor, strict=True)]
     best = max(range(len(entries)), key=lambda i: anchor[i], default=None)
@@ -89,6 +91,33 @@ def _toward_the_moment(
     if side:
         nearest = min(side, key=lambda i: abs(entries[i].span[0] - start))
         boosted[nearest] += 1.8 * anchor[best]
+    return boosted
+
+
+def _toward_the_time(
+    entries: Sequence[Entry],
+    scores: Sequence[float],
+    relation: str,
+    at: tuple[float, float],
+) -> list[float]:
+    """For a question about a moment given as times ("right after the moment at 04:29-
+    05:21"), the entries holding that moment gain, and for "after"/"before" the nearest
+    entry on that side gains more: the answer is there, not in the moment itself."""
+    holding = [overlaps(e.span, at) for e in entries]
+    boosted = [s + (1.0 if h else 0.0) for s, h in zip(scores, holding, strict=True)]
+    if relation == "at":
+        return [s + (1.0 if h else 0.0) for s, h in zip(boosted, holding, strict=True)]
+    if relation == "after":
+        side = [i for i, e in enumerate(entries) if e.span[1] > at[1] + 1.0]
+        distance = [max(0.0, entries[i].span[0] - at[1]) for i in side]
+    else:
+        side = [i for i, e in enumerate(entries) if e.span[0] < at[0] - 1.0]
+        distance = [max(0.0, at[0] - entries[i].span[1]) for i in side]
+    if side:
+        nearest = min(distance)
+        for i, d in zip(side, distance, strict=True):
+            if d <= nearest + 1.0:
+                boosted[i] += 2.0
     return boosted
 
 

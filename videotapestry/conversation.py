@@ -1,0 +1,122 @@
+"""Follow-up questions about one video: a conversation over one memory.
+
+Every turn runs the whole method, like a question on its own; what a conversation adds is
+the turns before it. Each agent is shown the earlier questions, their answers and the times
+those answers cited, and a reference to the previous answer ("what was on screen right after
+that?") is resolved to the moment it cited before the method runs (``agents.follow_up``), so
+the levels search next to that moment. What earlier turns decoded and transcribed is kept:
+the conversation holds its decoders open, each keeping the frames it decoded
+(``video.kept_decoded_frames``), the memory stays loaded in the facade's cache, and
+transcribed windows come from the transcript cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from videotapestry.agents.state import EarlierTurn
+from videotapestry.config import Config
+from videotapestry.memory import VideoMemory
+from videotapestry.result import Result
+from videotapestry.run_setup import open_decoders
+from videotapestry.video import VideoReader
+
+T = TypeVar("T")
+
+
+class Answerer(Protocol):
+    """What a conversation needs of the facade (``VideoTapestry``), which creates it."""
+
+    config: Config
+
+    #: ``VideoTapestry.aanswer``: called with the turn's question, options and history.
+    @property
+    def aanswer(self) -> Callable[..., Coroutine[Any, Any, Result]]: ...
+
+    def run_sync(self, coroutine: Coroutine[Any, Any, T]) -> T: ...
+
+
+#: Frames each of a conversation's decoders keeps for later turns (about 0.5 MB each at the
+#: decoded size of a 720p video scaled for grids).
+KEPT_FRAMES = 384
+
+
+def earlier_turn(result: Result) -> EarlierTurn:
+    """What a later turn is shown of an answered one: the question as asked, the answer in
+    words (or the letter), and every span its citations cover."""
+    spans = [span for citation in result.citations for span in citation.spans]
+    return EarlierTurn(
+        question=result.asked or result.question,
+        answer=result.answer_text or result.answer,
+        spans=sorted(dict.fromkeys(spans)),
+    )
+
+
+@dataclass
+class Conversation:
+    """Questions about one video asked in turn; ``turns`` holds every answered one.
+
+    Use it as a context manager (or call ``close``) to release its decoders.
+    """
+
+    vt: Answerer
+    video: str | Path | None
+    memory: str | Path | VideoMemory
+    #: Passed to every ``aanswer`` call (``no_video``, ``subtitle_path``, ...).
+    answer_options: dict[str, Any] = field(default_factory=dict)
+    turns: list[Result] = field(default_factory=list)
+    _readers: list[VideoReader] = field(default_factory=list, repr=False)
+
+    @property
+    def history(self) -> list[EarlierTurn]:
+        return [earlier_turn(result) for result in self.turns]
+
+    async def aask(self, question: str, options: Sequence[str] | None = None) -> Result:
+        """Answer ``question`` (free-form without ``options``) in the light of the turns
+        before it; the result joins ``turns``."""
+        readers = await asyncio.to_thread(self._open)
+        result = await self.vt.aanswer(
+            self.video,
+            self.memory,
+            question,
+            options,
+            history=self.history,
+            readers=readers,
+            question_id=f"turn{len(self.turns) + 1}",
+            **self.answer_options,
+        )
+        self.turns.append(result)
+        return result
+
+    def ask(self, question: str, options: Sequence[str] | None = None) -> Result:
+        """Synchronous ``aask`` (for scripts)."""
+        return self.vt.run_sync(self.aask(question, options))
+
+    def _open(self) -> list[VideoReader]:
+        if self._readers or self.video is None or self.answer_options.get("no_video"):
+            return self._readers
+        configured = self.vt.config.video
+        keep = max(KEPT_FRAMES, configured.kept_decoded_frames)
+        video_config = configured.model_copy(update={"kept_decoded_frames": keep})
+        self._readers = open_decoders(self.video, video_config)
+        return self._readers
+
+    @property
+    def reused_frames(self) -> int:
+        """Frames later turns took from what earlier turns decoded."""
+        return sum(getattr(reader, "reused_frames", 0) for reader in self._readers)
+
+    def close(self) -> None:
+        for reader in self._readers:
+            reader.close()
+        self._readers = []
+
+    def __enter__(self) -> Conversation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
