@@ -77,6 +77,30 @@ def server(api_key: str) -> Iterator[FakeOpenAIServer]:
         yield server
 
 
+# --------------------------------------------------------------------------- the demo sample
+
+
+@pytest.fixture(scope="session")
+def demo_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A demo cache directory holding the shipped sample's memory (offline profile), built
+    once for every test that answers from it (about 40 s on two cores). Its memory is at
+    ``demo_memory_dir(sample_video_path(), demo_cache)``; the response cache beside it holds
+    the build's calls only, so an answer computed later is never a replay."""
+    from videotapestry.api import VideoTapestry
+    from videotapestry.demo import sample_video_path
+    from videotapestry.demo.runner import demo_memory_dir
+
+    cache = tmp_path_factory.mktemp("demo-cache")
+    vt = VideoTapestry(
+        profile="offline",
+        overrides=["cache.enabled=true", f"cache.path={cache / 'responses.sqlite'}"],
+    )
+    video = sample_video_path()
+    build = vt.build_memory(video, demo_memory_dir(video, cache))
+    assert build.report.status == "complete"
+    return cache
+
+
 # --------------------------------------------------------------------------- Ray executor
 
 #: The key every Ray worker of the test cluster sees (set while the cluster starts).

@@ -23,22 +23,6 @@ EXAMPLES = ROOT / "examples"
 SHIPPED = sample_questions()["questions"]
 
 
-@pytest.fixture(scope="module")
-def demo_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A demo cache directory holding the sample's memory, built once for these tests."""
-    from videotapestry.api import VideoTapestry
-
-    cache = tmp_path_factory.mktemp("examples-cache")
-    vt = VideoTapestry(
-        profile="offline",
-        overrides=["cache.enabled=true", f"cache.path={cache / 'responses.sqlite'}"],
-    )
-    video = sample_video_path()
-    build = vt.build_memory(video, demo_memory_dir(video, cache))
-    assert build.report.status == "complete"
-    return cache
-
-
 def run_example(script: str, *args: str, env: dict[str, str] | None = None):
     # The cwd copy of the package, not whatever the installed one points at.
     environment = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}

@@ -37,7 +37,7 @@ def frame_spans(
     Frames are sampled across their window, so a frame stands for the stretch between the
     midpoints to its neighbours in the same window, and the first and last reach the
     window's ends. A frame outside every window (a keyframe snapped just past an edge)
-    stands for the stretch to its neighbours' midpoints only.
+    stands for its own moment only: its neighbours may lie in another window, far away.
     """
     spans: list[tuple[float, float]] = []
     for index, t in enumerate(frame_times):
