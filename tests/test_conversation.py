@@ -131,18 +131,20 @@ def test_chat_scripts_are_read_as_text_json_or_json_lines(tmp_path: Path) -> Non
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
-    """The sample video's memory, built once with the offline model, and the overrides that
-    keep this module's model replies and transcripts in its own cache."""
-    from videotapestry.api import VideoTapestry
+def sample(demo_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """The sample video and its memory (built once per session with the offline model), and
+    overrides that keep this module's model replies in a cache of its own: every answer
+    here is computed, none replayed from another module's run."""
     from videotapestry.demo import sample_video_path
+    from videotapestry.demo.runner import demo_memory_dir
 
     root = tmp_path_factory.mktemp("conversation")
-    overrides = [f"cache.path={root / 'responses.sqlite'}", f"asr.cache_dir={root / 'asr'}"]
-    vt = VideoTapestry(None, profile="offline", overrides=overrides)
-    memory = root / "memory"
-    vt.build_memory(sample_video_path(), memory, progress=False)
-    return {"video": sample_video_path(), "memory": memory, "overrides": overrides}
+    video = sample_video_path()
+    return {
+        "video": video,
+        "memory": demo_memory_dir(video, demo_cache),
+        "overrides": [f"cache.path={root / 'responses.sqlite'}"],
+    }
 
 
 def spans_of(result: object) -> list[tuple[float, float]]:

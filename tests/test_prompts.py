@@ -14,7 +14,11 @@ from videotapestry.prompts import PromptRegistry
 from videotapestry.resources import prompts_dir
 
 LIMITS = {"max_observations": 2, "max_updates": 2, "max_calls": 4}
-QUESTION = {"question": "What is set on the oven?", "options": ["A. 180°C", "B. 220°C"]}
+QUESTION = {
+    "question": "What is set on the oven?",
+    "options": ["A. 180°C", "B. 220°C"],
+    "earlier_turns": [],
+}
 
 #: The variables each shipped role is rendered with by the agents.
 VARIABLES: dict[str, dict] = {
@@ -260,3 +264,28 @@ def test_no_prompt_repeats_eight_words_of_the_paper() -> None:
         if (runs := shared_runs(path.read_text(encoding="utf-8"), paper))
     }
     assert copied == {}
+
+
+def test_every_prompt_with_the_question_shows_the_earlier_turns_of_a_conversation(
+    registry: PromptRegistry,
+) -> None:
+    from videotapestry.agents.state import EarlierTurn, QuestionInput
+    from videotapestry.offline.prompt_reading import read_question
+
+    question = QuestionInput(
+        question="What was on screen right after the moment at 03:55-04:12?",
+        history=[EarlierTurn(question="What is the code?", answer="4417", spans=[(235, 252)])],
+    )
+    shown = 0
+    for name, variables in VARIABLES.items():
+        if "earlier_turns" not in registry.variables(name):
+            continue
+        user = registry.render(name, **{**variables, **question.prompt_variables()}).user
+        assert "1. Asked: What is the code? | Answered: 4417 | Cited: 03:55-04:12" in user, name
+        # The question itself still reads as the question, free-form.
+        assert read_question(user).question == question.question, name
+        assert read_question(user).options == (), name
+        shown += 1
+        alone = registry.render(name, **variables).user
+        assert "Earlier in this conversation" not in alone, name
+    assert shown >= 10

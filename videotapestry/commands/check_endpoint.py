@@ -33,6 +33,7 @@ async def _check(args: argparse.Namespace) -> int:
         "final_answer",
         question="According to the memory, what colour is the car?",
         options=["A. Red", "B. Blue", "C. Green", "D. White"],
+        earlier_turns=[],
         handoff_trace="",
         memory="super_01 [00:00-01:00] A blue car is parked outside a bakery.",
     )
