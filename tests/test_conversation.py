@@ -15,7 +15,7 @@ from videotapestry.commands.chat import ChatTurn, parse_line, read_script
 from videotapestry.config import VideoConfig
 from videotapestry.errors import VideoTapestryError
 from videotapestry.time_spans import overlaps
-from videotapestry.video import open_video
+from videotapestry.video import FrameCache, open_video
 
 GATE_B = (212.0, 257.0)  # the key slide: "Door code 4417"
 GATE_C = (257.0, 322.0)  # the slide after it: "Door code 7457"
@@ -82,17 +82,26 @@ def test_prompts_show_the_latest_earlier_turns_with_their_times() -> None:
     assert silent == ["1. Asked: q | Answered: (no answer) | Cited: nothing"]
 
 
-def test_a_reader_keeps_the_frames_it_decoded_when_asked_to(video: Path) -> None:
+def test_readers_share_the_frames_one_of_them_decoded(video: Path) -> None:
     times = [12.0, 30.5, 61.0]
-    with open_video(video, VideoConfig(kept_decoded_frames=8)) as reader:
+    one_frame = 320 * 180 * 3
+    cache = FrameCache(max_bytes=8 * one_frame)
+    with open_video(video, VideoConfig(), frame_cache=cache) as reader:
         first = reader.frames_at(times)
-        again = reader.frames_at([*times, 90.0])
-        assert reader.reused_frames == 3
+        with open_video(video, VideoConfig(), frame_cache=cache) as other:
+            again = other.frames_at([*times, 90.0])
+            assert other.reused_frames == 3 and reader.reused_frames == 0
         assert [f.image is g.image for f, g in zip(first, again, strict=False)] == [True] * 3
         assert again[3].index == round(90.0 * reader.info.fps)
+        assert cache.bytes == 4 * one_frame
         reader.frames_at([float(t) for t in range(100, 120)])  # pushes the old ones out
+        assert cache.bytes <= cache.max_bytes and cache.stats.evicted == 16
         reader.frames_at(times)
-        assert reader.reused_frames == 3
+        assert reader.reused_frames == 0
+    # Another decoded size is another frame: never served from the cache.
+    with open_video(video, VideoConfig(decoded_max_side=160), frame_cache=cache) as small:
+        assert small.frames_at(times[:1])[0].image.shape[1] == 160
+        assert small.reused_frames == 0
     with open_video(video, VideoConfig()) as plain:
         plain.frames_at(times)
         plain.frames_at(times)

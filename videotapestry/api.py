@@ -51,7 +51,7 @@ from videotapestry.result import (
 )
 from videotapestry.run_setup import open_run_context
 from videotapestry.variants import REASSEMBLY_VARIANTS, variant_named
-from videotapestry.video import VideoReader
+from videotapestry.video import FrameCache, VideoReader
 from videotapestry.views.trace_html import result_fragment
 
 T = TypeVar("T")
@@ -95,12 +95,15 @@ class VideoTapestry:
         self.service = service or ModelService(self.config)
         self.embedder = embedder or SentenceTransformerEmbedder(self.config.embedding)
         self._memories = MemoryCache(self.embedder, self.config.evidence, self.config.asr)
+        #: Decoded frames every question of this facade (and its variants) can reuse.
+        self.frames = FrameCache(self.config.video.frame_cache_mb * 2**20)
 
     def for_variant(self, variant: str) -> VideoTapestry:
         """This instance under another variant (paper Table 3), sharing everything loaded.
 
         The model service (clients, endpoint limits, cache, run usage), the embedder, the
-        prompts, every loaded memory and the Whisper model are the same objects, so a sweep
+        prompts, every loaded memory, the decoded frames and the Whisper model are the same
+        objects, so a sweep
         over variants loads each of them once. Only ``config.variant`` differs, which is what
         makes sharing them valid.
         """
@@ -108,6 +111,7 @@ class VideoTapestry:
         sibling = VideoTapestry(config, service=self.service, embedder=self.embedder)
         sibling.prompts = self.prompts
         sibling._memories = self._memories
+        sibling.frames = self.frames
         return sibling
 
     # -- memory ----------------------------------------------------------------------------
@@ -463,6 +467,7 @@ class VideoTapestry:
             service=self.service,
             embedder=self.embedder,
             memories=self._memories,
+            frames=self.frames,
             no_video=no_video,
             progress=progress,
             readers=readers,

@@ -5,8 +5,8 @@ the turns before it. Each agent is shown the earlier questions, their answers an
 those answers cited, and a reference to the previous answer ("what was on screen right after
 that?") is resolved to the moment it cited before the method runs (``agents.follow_up``), so
 the levels search next to that moment. What earlier turns decoded and transcribed is kept:
-the conversation holds its decoders open, each keeping the frames it decoded
-(``video.kept_decoded_frames``), the memory stays loaded in the facade's cache, and
+the conversation holds its decoders open, frames decoded once are taken from the facade's
+frame cache (``video.frame_cache_mb``), the memory stays loaded in its memory cache, and
 transcribed windows come from the transcript cache.
 """
 
@@ -23,7 +23,7 @@ from videotapestry.config import Config
 from videotapestry.memory import VideoMemory
 from videotapestry.result import Result
 from videotapestry.run_setup import open_decoders
-from videotapestry.video import VideoReader
+from videotapestry.video import FrameCache, VideoReader
 
 T = TypeVar("T")
 
@@ -32,17 +32,14 @@ class Answerer(Protocol):
     """What a conversation needs of the facade (``VideoTapestry``), which creates it."""
 
     config: Config
+    #: The decoded frames its questions share.
+    frames: FrameCache
 
     #: ``VideoTapestry.aanswer``: called with the turn's question, options and history.
     @property
     def aanswer(self) -> Callable[..., Coroutine[Any, Any, Result]]: ...
 
     def run_sync(self, coroutine: Coroutine[Any, Any, T]) -> T: ...
-
-
-#: Frames each of a conversation's decoders keeps for later turns (about 0.5 MB each at the
-#: decoded size of a 720p video scaled for grids).
-KEPT_FRAMES = 384
 
 
 def earlier_turn(result: Result) -> EarlierTurn:
@@ -99,10 +96,7 @@ class Conversation:
     def _open(self) -> list[VideoReader]:
         if self._readers or self.video is None or self.answer_options.get("no_video"):
             return self._readers
-        configured = self.vt.config.video
-        keep = max(KEPT_FRAMES, configured.kept_decoded_frames)
-        video_config = configured.model_copy(update={"kept_decoded_frames": keep})
-        self._readers = open_decoders(self.video, video_config)
+        self._readers = open_decoders(self.video, self.vt.config.video, self.vt.frames)
         return self._readers
 
     @property

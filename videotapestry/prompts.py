@@ -22,6 +22,10 @@ from videotapestry.resources import prompts_dir
 
 TEMPLATE_SUFFIX = ".jinja"
 BLOCKS = ("system", "user")
+#: Variables a caller may leave out, and what a template then sees: the earlier turns of a
+#: conversation (``_question.jinja``), which a question asked on its own does not have, so a
+#: script or a user's template written before conversations renders as it did.
+OPTIONAL_VARIABLES: dict[str, object] = {"earlier_turns": ()}
 
 
 def short_hash(*parts: str) -> str:
@@ -100,6 +104,10 @@ class PromptRegistry:
 
     def render(self, name: str, /, **variables: Any) -> RenderedPrompt:
         source = self.resolve(name)
+        variables = {
+            **{k: v for k, v in OPTIONAL_VARIABLES.items() if k in self.variables(name)},
+            **variables,
+        }
         missing = sorted(self.variables(name) - set(variables))
         if missing:
             raise PromptError(

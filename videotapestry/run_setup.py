@@ -18,7 +18,7 @@ from videotapestry.agents.state import QuestionInput
 from videotapestry.asr import TranscriptSource, make_transcript_source
 from videotapestry.memory import VideoMemory
 from videotapestry.memory_cache import MemoryCache
-from videotapestry.video import VideoReader, open_video
+from videotapestry.video import FrameCache, VideoReader, open_video, with_cache
 
 if TYPE_CHECKING:
     from videotapestry.config import AsrConfig, Config, VideoConfig
@@ -40,10 +40,12 @@ def open_run_context(
     no_video: bool,
     progress: ProgressCallback | None,
     readers: Sequence[VideoReader] = (),
+    frames: FrameCache | None = None,
 ) -> RunContext:
     """The context one question runs in; its decoders are the caller's to close
     (``RunContext.close_video``), and are closed here if setting up fails. ``readers``:
-    decoders of ``video`` already open (a conversation's), used as they are and left open."""
+    decoders of ``video`` already open (a conversation's), used as they are and left open;
+    ``frames``: the decoded frames new decoders share."""
     disabled = None
     owned = not readers
     decoders: list[VideoReader] = []
@@ -52,7 +54,7 @@ def open_run_context(
     elif video is None:
         disabled = "no video file was given; answering from the stored memory only"
     else:
-        decoders = list(readers) or open_decoders(video, config.video)
+        decoders = list(readers) or open_decoders(video, config.video, frames)
     reader = decoders[0] if decoders else None
     video_fp = reader.info.fingerprint if reader is not None else None
     try:
@@ -85,15 +87,18 @@ def open_run_context(
     return ctx
 
 
-def open_decoders(video: str | Path, config: VideoConfig) -> list[VideoReader]:
+def open_decoders(
+    video: str | Path, config: VideoConfig, frames: FrameCache | None = None
+) -> list[VideoReader]:
     """``config.parallel_decoders`` readers of ``video``: the first probes it, the others
-    reopen it with the same backend and probe (no second fingerprint, identical frames)."""
-    reader = open_video(video, config)
+    reopen it with the same backend and probe (no second fingerprint, identical frames);
+    all of them share ``frames``."""
+    reader = open_video(video, config, frame_cache=frames)
     decoders = [reader]
     try:
         reopen: Callable[..., VideoReader] = type(reader)
         decoders += [
-            reopen(reader.info.path, config, info=reader.info)
+            with_cache(reopen(reader.info.path, config, info=reader.info), frames)
             for _ in range(config.parallel_decoders - 1)
         ]
     except BaseException:

@@ -68,11 +68,10 @@ class VideoConfig(StrictModel):
         description="readers (file handles and threads) that decode one observation's frames "
         "together, each a contiguous stretch; the frames are the same as with one",
     )
-    kept_decoded_frames: int = Field(
-        0,
+    frame_cache_mb: int = Field(
+        256,
         ge=0,
-        le=10_000,
-        description="decoded frames each open reader keeps for asking again (the most "
-        "recently used; 0 keeps none). A conversation keeps its readers open across turns, "
-        "so a follow-up that looks at the same moments decodes nothing twice",
+        description="decoded frames kept for asking again, shared by the levels, variants "
+        "and questions of one VideoTapestry (a conversation's turns, an eval's questions of "
+        "one video); only the exact frame is reused; 0 keeps none",
     )

@@ -9,6 +9,7 @@ from videotapestry.video.encoding import (
     overview_frame_budget,
     overview_images,
 )
+from videotapestry.video.frame_cache import FrameCache
 from videotapestry.video.grids import FrameGrid, pack_grids
 from videotapestry.video.reader import (
     DecordReader,
@@ -17,6 +18,7 @@ from videotapestry.video.reader import (
     PyAVReader,
     VideoReader,
     open_video,
+    with_cache,
 )
 from videotapestry.video.sampling import (
     decode_indices,
@@ -36,6 +38,7 @@ from videotapestry.video.windows import (
 __all__ = [
     "DecordReader",
     "Frame",
+    "FrameCache",
     "FrameGrid",
     "OpenCVReader",
     "PassFrame",
@@ -65,4 +68,5 @@ __all__ = [
     "visual_window",
     "width_size",
     "window_indices",
+    "with_cache",
 ]

@@ -29,9 +29,8 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -54,17 +53,10 @@ from videotapestry.video.container import (
     open_stream,
     probe,
 )
+from videotapestry.video.frame import Frame
+from videotapestry.video.frame_cache import FrameCache, FrameKey
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, eq=False)
-class Frame:
-    """One decoded frame; ``timestamp_s`` is ``index / fps``, the time it appears on screen."""
-
-    timestamp_s: float
-    index: int
-    image: np.ndarray = field(repr=False)
 
 
 @runtime_checkable
@@ -106,9 +98,10 @@ class _ReaderBase:
         self.info = info
         self.config = config
         self._lock = threading.Lock()
-        #: Decoded frames kept for asking again (``config.kept_decoded_frames``), by index.
-        self._kept: OrderedDict[int, Frame] = OrderedDict()
-        #: How many frames were served from ``_kept`` (to check the reuse works).
+        #: Frames decoded before, by this or another reader of the same facade; None keeps
+        #: nothing (``open_video(..., frame_cache=)``).
+        self.frame_cache: FrameCache | None = None
+        #: How many frames this reader took from the cache instead of decoding them.
         self.reused_frames = 0
 
     def frames_at(self, timestamps: Sequence[float]) -> list[Frame]:
@@ -129,27 +122,26 @@ class _ReaderBase:
             return []
         if self._closed():
             raise VideoError(f"the reader of {self.info.path} is closed", path=self.info.path)
-        with self._lock:
-            by_index = {i: self._kept[i] for i in unique if i in self._kept}
+        cache = self.frame_cache
+        by_index: dict[int, Frame] = {}
+        if cache is not None:
+            for index in unique:
+                kept = cache.get(self._cache_key(index))
+                if kept is not None:
+                    by_index[index] = kept
             self.reused_frames += len(by_index)
-            missing = [i for i in unique if i not in by_index]
-            decoded = self._decode(missing) if missing else []
+        missing = [i for i in unique if i not in by_index]
+        if missing:
+            with self._lock:
+                decoded = self._decode(missing)
             for index, (actual, image) in zip(missing, decoded, strict=True):
                 by_index[index] = Frame(actual / self.info.fps, actual, image)
-            self._keep(by_index)
+                if cache is not None:
+                    cache.put(self._cache_key(index), by_index[index])
         return [by_index[index] for index in wanted]
 
-    def _keep(self, frames: dict[int, Frame]) -> None:
-        """Remember the frames just served, dropping the least recently used beyond the
-        configured count."""
-        limit = self.config.kept_decoded_frames
-        if limit <= 0:
-            return
-        for index, frame in frames.items():
-            self._kept[index] = frame
-            self._kept.move_to_end(index)
-        while len(self._kept) > limit:
-            self._kept.popitem(last=False)
+    def _cache_key(self, index: int) -> FrameKey:
+        return (self.info.fingerprint, self.config.decoded_max_side, index)
 
     def keyframe_before(self, index: int) -> int | None:
         return None
@@ -466,8 +458,11 @@ class OpenCVReader(_ReaderBase):
 AUTO_BACKENDS = ("pyav", "decord", "opencv")
 
 
-def open_video(path: str | Path, config: VideoConfig | None = None) -> VideoReader:
+def open_video(
+    path: str | Path, config: VideoConfig | None = None, *, frame_cache: FrameCache | None = None
+) -> VideoReader:
     """Open ``path`` with the configured backend; ``auto`` tries PyAV, decord, then OpenCV.
+    With ``frame_cache`` the reader takes frames decoded before from it and adds its own.
 
     The file is probed first, so missing, empty, truncated and non-video files fail with a
     typed error before any decoder is tried. In ``auto`` mode a file one backend cannot open
@@ -478,7 +473,7 @@ def open_video(path: str | Path, config: VideoConfig | None = None) -> VideoRead
     info = probe(path)
     readers = {"pyav": PyAVReader, "decord": DecordReader, "opencv": OpenCVReader}
     if config.backend != "auto":
-        return readers[config.backend](path, config, info=info)
+        return with_cache(readers[config.backend](path, config, info=info), frame_cache)
     failures: list[VideoError] = []
     for name in AUTO_BACKENDS:
         try:
@@ -488,11 +483,18 @@ def open_video(path: str | Path, config: VideoConfig | None = None) -> VideoRead
             continue
         if failures:
             _log.info("%s: using %s (%s)", info.path, name, "; ".join(map(str, failures)))
-        return reader
+        return with_cache(reader, frame_cache)
     raise type(failures[-1])(
         f"{info.path} cannot be read: " + "; and ".join(str(e) for e in failures),
         path=info.path,
     )
+
+
+def with_cache(reader: VideoReader, frame_cache: FrameCache | None) -> VideoReader:
+    """``reader``, sharing ``frame_cache`` (a reader of our backends has the attribute)."""
+    if frame_cache is not None and isinstance(reader, _ReaderBase):
+        reader.frame_cache = frame_cache
+    return reader
 
 
 def read_frames(path: str | Path, timestamps: Iterable[float], config: VideoConfig | None = None):
