@@ -4,6 +4,7 @@ because the answers are read from the video — another code at another time cha
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from videotapestry.cli import main
+from videotapestry.contracts.fields import parse_seconds
 from videotapestry.demo import sample_questions
 
 pytestmark = pytest.mark.slow
@@ -44,14 +46,36 @@ def test_the_demo_answers_every_shipped_question_right(
     assert any("4417" in text for _level, _t, text in by_id["gate_b_code"]["frames"])
     said = [line[2] for line in by_id["name_cards"]["speech"]] + by_id["name_cards"]["memory"]
     assert any("green tent" in text for text in said)
+    # And each answer cites those moments: the frames of the code, the frames while it is
+    # said (a frame sampled within a second of the line's start counts).
+    for qid in ("gate_b_code", "name_cards"):
+        [span] = shipped[qid]["evidence_spans"]
+        cited = [s for c in by_id[qid]["citations"] for s in c["sources"]]
+        assert any(s["start_s"] < span["end_s"] and span["start_s"] < s["end_s"] for s in cited)
+        moments = [s["at_s"] if s["at_s"] is not None else s["start_s"] for s in cited]
+        assert all(span["start_s"] - 1 <= t <= span["end_s"] + 1 for t in moments), (qid, cited)
+        assert by_id[qid]["cited"][0].startswith("cites ")
     assert report["build_calls"] > 0
     assert len(report["pages"]) == 4 and all(Path(p).is_file() for p in report["pages"])
 
 
-def test_a_second_run_rebuilds_nothing(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, report = demo(capsys, "--cache-dir", str(cache))
-    assert code == 0 and report["build_calls"] == 0
-    assert report["right"] == 4
+def test_a_second_run_rebuilds_nothing_and_prints_the_cited_times(
+    cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--quiet", "--cache-dir", str(cache)]) == 0
+    out = capsys.readouterr().out
+    assert "4/4 right · memory cached" in out
+    blocks = {block.split(":", 1)[0]: block for block in re.split(r"\n(?=\S)", out)}
+    shipped = {q["id"]: q for q in sample_questions()["questions"]}
+    for qid in ("gate_b_code", "name_cards"):
+        [span] = shipped[qid]["evidence_spans"]
+        [cites] = [line for line in blocks[qid].splitlines() if line.startswith("  cites ")]
+        moments = re.match(r"  cites (.+?) \[[\w -]+\]", cites)
+        times = re.findall(r"\d{2}:\d{2}", moments.group(1) if moments else "")
+        # Printed as mm:ss, truncated: within the seconds the evidence is on.
+        assert times and all(
+            int(span["start_s"]) <= parse_seconds(t) <= span["end_s"] for t in times
+        ), cites
 
 
 def test_another_code_at_another_time_changes_the_answer(

@@ -8,14 +8,12 @@ video) whose saved trace goes through ``inspect TRACE --html`` and into headless
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from browser_support import browse, longest_run, root_element
 from method_support import SAMPLE, ask, make_vt
 from PIL import Image
 
@@ -272,31 +270,6 @@ def test_a_run_records_the_video_and_node_times_its_picture_needs(answered, vide
     assert legacy.node_times["macro_0002"] == result.node_times["macro_0002"]
 
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if path := shutil.which(name):
-            return path
-    pytest.skip("chromium is not installed (Debian: apt-get install -y chromium)")
-
-
-def _browse(page: Path, tmp_path: Path, *mode: str) -> subprocess.CompletedProcess:
-    args = [_chromium(), "--headless", "--disable-gpu", f"--user-data-dir={tmp_path / 'ud'}",
-            "--force-device-scale-factor=1", "--hide-scrollbars", *mode, page.as_uri()]  # fmt: skip
-    if os.geteuid() == 0:
-        args.insert(1, "--no-sandbox")
-    return subprocess.run(args, capture_output=True, text=True, timeout=60, check=True)
-
-
-def _longest_run(image: np.ndarray, colour: str) -> int:
-    """The longest horizontal run of pixels of exactly ``colour`` anywhere in ``image``."""
-    rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
-    hits = np.all(image == rgb, axis=2).astype(np.int8)
-    padded = np.pad(hits, ((0, 0), (1, 1)))
-    edges = np.diff(padded, axis=1)
-    starts, stops = np.nonzero(edges == 1), np.nonzero(edges == -1)
-    return int((stops[1] - starts[1]).max(initial=0))  # row-major: pairs line up
-
-
 def test_inspect_writes_a_page_that_renders_in_a_real_browser(
     answered, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -316,14 +289,13 @@ def test_inspect_writes_a_page_that_renders_in_a_real_browser(
     assert PAYLOAD in result.memory_text and PAYLOAD in result.reasoning
     assert "&lt;script&gt;document" in html and "<img src=x" not in html
 
-    dom = _browse(page, tmp_path, "--dump-dom").stdout
-    root = dom[dom.index("<html") : dom.index(">", dom.index("<html"))]
+    root = root_element(browse(page, tmp_path, "--dump-dom").stdout)
     assert 'data-vt-ready="1"' in root  # the page's script ran to its end
     assert "data-js-errors" not in root  # no script error, no image failed to load
     assert "data-pwned" not in root  # the markup in model text stayed text
 
     shot = tmp_path / "shot.png"
-    _browse(page, tmp_path, f"--screenshot={shot}", "--window-size=1280,900")
+    browse(page, tmp_path, f"--screenshot={shot}", "--window-size=1280,900")
     image = np.asarray(Image.open(shot).convert("RGB"))
     plot = TimelineLayout().plot_width  # drawn 1:1: the page is wider than the SVG
     # Each level's selection in its colour and its observed window in its shade, each as
@@ -338,7 +310,7 @@ def test_inspect_writes_a_page_that_renders_in_a_real_browser(
         LEVEL_SHADES["subgraph"]: (focus[1] - focus[0]) / 1200,
     }
     for colour, share in expected.items():
-        assert _longest_run(image, colour) == pytest.approx(plot * share, abs=3), colour
+        assert longest_run(image, colour) == pytest.approx(plot * share, abs=3), colour
 
 
 def test_notebook_view_and_one_page_per_question(answered, tmp_path: Path) -> None:

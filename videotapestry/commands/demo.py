@@ -11,7 +11,12 @@ import asyncio
 import json
 from pathlib import Path
 
-from videotapestry.commands.common import EXIT_DEGRADED, AddConfigOptions, config_overrides
+from videotapestry.commands.common import (
+    EXIT_DEGRADED,
+    AddConfigOptions,
+    citation_lines,
+    config_overrides,
+)
 from videotapestry.demo.runner import (
     DemoOutcome,
     Sample,
@@ -69,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
     def show(outcome: DemoOutcome) -> None:
         if not args.json:
-            print(render_outcome(outcome), flush=True)
+            print(render_outcome(outcome, citation_lines(outcome.result.citations)), flush=True)
 
     async def go():
         try:
@@ -137,6 +142,8 @@ def _as_json(report) -> dict:
                 "memory": o.evidence.memory,
                 "degraded": [d.render() for d in o.result.degraded],
                 "reasoning": o.result.reasoning,
+                "cited": citation_lines(o.result.citations),
+                "citations": [c.model_dump(mode="json") for c in o.result.citations],
             }
             for o in report.outcomes
         ],

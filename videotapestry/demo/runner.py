@@ -210,8 +210,9 @@ async def run_demo(
     return report
 
 
-def render_outcome(outcome: DemoOutcome) -> str:
-    """A few lines per question: answer, right or wrong, levels, evidence, degradations."""
+def render_outcome(outcome: DemoOutcome, cited: Sequence[str] = ()) -> str:
+    """A few lines per question: answer, right or wrong, levels, the times the answer cites
+    (``cited``, as the command renders a result's citations), evidence, degradations."""
     question, result = outcome.question, outcome.result
     verdict = "right" if outcome.correct else f"WRONG (expected {question.answer})"
     chosen = _option_text(result) or "no usable letter"
@@ -219,6 +220,7 @@ def render_outcome(outcome: DemoOutcome) -> str:
         f"{question.id}: {question.question}",
         f"  answer {result.answer} — {chosen} ({verdict})",
         f"  levels: {' → '.join(result.levels_visited) or 'none'}",
+        *(f"  {line}" for line in cited),
     ]
     for level, t, text in outcome.evidence.frames[:4]:
         lines.append(f"  frame {format_timestamp(t)} ({level}): {text}")

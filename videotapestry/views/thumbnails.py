@@ -5,6 +5,9 @@ come from the images a live ``Result`` kept (the very JPEGs the model was sent, 
 are decoded again from the video at the recorded timestamps with the project's reader and
 packed the way the agents saw them (a timestamp-labelled 3-column grid for an Overview grid,
 one labelled frame otherwise). When neither is possible the page says why instead.
+
+A cited frame that no level's thumbnail shows (the Direct baseline's frames, or a level's
+images not kept) gets a picture of its own, by its time, from the same two sources.
 """
 
 from __future__ import annotations
@@ -36,11 +39,24 @@ GRID_COLUMNS = 3
 
 @dataclass(frozen=True)
 class Thumbnails:
-    """JPEG data URLs keyed by ``ImageRef.sha256``; ``missing`` says why some are absent."""
+    """JPEG data URLs keyed by ``ImageRef.sha256``; ``missing`` says why some are absent.
+
+    ``frames`` holds single frames by time (``frame_key``): the cited frames the page
+    pictures apart from the levels' thumbnails.
+    """
 
     urls: dict[str, str] = field(default_factory=dict)
     source: str = ""
     missing: str | None = None
+    frames: dict[float, str] = field(default_factory=dict)
+
+    def frame(self, t: float) -> str | None:
+        return self.frames.get(frame_key(t))
+
+
+def frame_key(t: float) -> float:
+    """Times recorded by different tools for one frame agree to the millisecond."""
+    return round(t, 3)
 
 
 def image_refs(levels: Sequence[LevelOutcome]) -> list[ImageRef]:
@@ -74,6 +90,23 @@ def from_images(parts: Sequence[ImagePart], refs: Sequence[ImageRef]) -> Thumbna
     return Thumbnails(urls, "the images the agents were sent", missing)
 
 
+def frames_from_images(parts: Sequence[ImagePart], times: Sequence[float]) -> dict[float, str]:
+    """The kept single-frame images (the Direct baseline's) at ``times``, shrunk."""
+    wanted = {frame_key(t) for t in times}
+    frames: dict[float, str] = {}
+    for part in parts:
+        if len(part.timestamps) != 1 or frame_key(part.timestamps[0]) not in wanted:
+            continue
+        key = frame_key(part.timestamps[0])
+        try:
+            image = Image.open(io.BytesIO(part.jpeg))
+            jpeg = encode_jpeg(image, max_side=FRAME_SIDE, quality=QUALITY)
+            frames.setdefault(key, data_url(jpeg))
+        except (UnidentifiedImageError, OSError):
+            continue
+    return frames
+
+
 def _picture(frames: Sequence[Frame]) -> bytes:
     columns = min(GRID_COLUMNS, len(frames))
     width = GRID_WIDTH if len(frames) > 1 else FRAME_SIDE
@@ -84,10 +117,15 @@ def _picture(frames: Sequence[Frame]) -> bytes:
 
 
 def from_video(
-    path: str | Path, refs: Sequence[ImageRef], *, fingerprint: str | None = None
+    path: str | Path,
+    refs: Sequence[ImageRef],
+    *,
+    fingerprint: str | None = None,
+    frames: Sequence[float] = (),
 ) -> Thumbnails:
-    """Frames decoded again at the references' timestamps; a video whose fingerprint is not
-    the run's gives no pictures (they would show another video), only the reason."""
+    """Frames decoded again at the references' timestamps (and single ``frames`` by time); a
+    video whose fingerprint is not the run's gives no pictures (they would show another
+    video), only the reason."""
     try:
         reader = open_video(path, VideoConfig(decoded_max_side=DECODE_MAX_SIDE))
     except VideoError as exc:
@@ -98,13 +136,14 @@ def from_video(
                 missing=f"{path} is not the video this run saw (its fingerprint differs from "
                 "the one the trace recorded); pass the right one with --video"
             )
-        times = sorted({t for ref in refs for t in ref.timestamps})
+        times = sorted({t for ref in refs for t in ref.timestamps} | set(frames))
         try:
-            frames = dict(zip(times, reader.frames_at(times), strict=True))
+            decoded = dict(zip(times, reader.frames_at(times), strict=True))
         except VideoError as exc:
             return Thumbnails(missing=f"frames of {path} could not be decoded: {exc}")
     urls = {}
     for ref in refs:
         if ref.timestamps and ref.sha256 not in urls:
-            urls[ref.sha256] = data_url(_picture([frames[t] for t in ref.timestamps]))
-    return Thumbnails(urls, f"frames decoded again from {path}")
+            urls[ref.sha256] = data_url(_picture([decoded[t] for t in ref.timestamps]))
+    singles = {frame_key(t): data_url(_picture([decoded[t]])) for t in frames}
+    return Thumbnails(urls, f"frames decoded again from {path}", frames=singles)

@@ -4,29 +4,54 @@ People would rather look than read a trace's JSON. The page shows the timeline o
 video (where each level looked, what it selected), the grids and frames each level saw with
 their timestamps, the transcript lines its ASR observations used, the composite memory with
 its refined and compressed parts marked, the handoff trace, the degradations and the usage.
-The same renderer serves ``inspect TRACE.json --html``, a notebook's view of a ``Result``
-(``Result._repr_html_``, a fragment without script) and ``write_question_pages`` (one page
-per question of a batch). All memory and model text is escaped; the page loads nothing.
+The answer's citations come first, after the answer: each claim with its sources, linked to
+their marks in the timeline's cited lane and to the thumbnails of the frames they cite
+(``views.cited``). The same renderer serves ``inspect TRACE.json --html``, a notebook's view
+of a ``Result`` (``Result._repr_html_``, a fragment without script, whose links need none)
+and ``write_question_pages`` (one page per question of a batch). All memory and model text
+is escaped; the page loads nothing.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from videotapestry.agents.state import LevelOutcome, Observation
+from videotapestry.agents.state import ImageRef, LevelOutcome, Observation
 from videotapestry.errors import VideoTapestryError
 from videotapestry.images import ImagePart
 from videotapestry.question import option_label
 from videotapestry.result import Result
 from videotapestry.timecode import format_range, format_timestamp, label_decimals
+from videotapestry.views.anchors import Anchors
+from videotapestry.views.cited import (
+    CitedBy,
+    FigureKey,
+    citation_marks,
+    citations_section,
+    cited_figures,
+    cited_lane,
+    unpictured_frames,
+)
 from videotapestry.views.composite import memory_parts
 from videotapestry.views.page import esc, html_fragment, html_page
-from videotapestry.views.thumbnails import Thumbnails, from_images, from_video, image_refs
+from videotapestry.views.thumbnails import (
+    Thumbnails,
+    frame_key,
+    frames_from_images,
+    from_images,
+    from_video,
+    image_refs,
+)
 from videotapestry.views.timeline import (
+    CITED,
+    CITED_LANE,
+    CITED_ROW,
     LEVEL_COLOURS,
+    Span,
     level_spans,
     timeline_duration,
     timeline_legend,
@@ -69,7 +94,16 @@ _CSS = """
   border: 1px solid #d1d5db; border-radius: 3px; padding: 0 .3em; margin: 1px; }
 .vt-trace .vt-chip-selected { color: #fff; }
 .vt-trace .vt-chip-protected { background: #f3f4f6; }
-"""
+.vt-trace .vt-claims > li { margin: .3em 0; }
+.vt-trace .vt-sources { margin: .1em 0 .3em; padding-left: 1.2em; }
+.vt-trace figure.vt-cited img, .vt-trace figure.vt-cited .vt-ph {
+  outline: 3px solid {CITED}; outline-offset: -3px; }
+.vt-trace .vt-cited-tag { color: {CITED}; font-weight: 600; }
+.vt-trace .vt-sources figure { margin: .2em 0; }
+.vt-trace .vt-sources figcaption { font-size: 10px; color: #4b5563; }
+.vt-trace li:target, .vt-trace figure:target { background: {CITED_ROW}; }
+.vt-trace .vt-timeline rect:target { stroke: #111827; stroke-width: 2; }
+""".replace("{CITED}", CITED).replace("{CITED_ROW}", CITED_ROW)
 
 #: Records script errors (and images that fail to load) on the page itself, so a headless
 #: browser or a reader can see them, and adds the expand/collapse button's behaviour.
@@ -122,7 +156,7 @@ def _header(trace: Result) -> str:
     return (
         f"<h1>{esc(trace.question)}</h1>"
         f'<ul class="vt-options">{options}</ul>'
-        f"<p><b>Answer: {esc(trace.answer)}</b> "
+        f"<p><b>Answer: {esc(trace.answer or trace.answer_text or '(none)')}</b> "
         f'<span class="muted">({esc(trace.answer_source)})</span> — {esc(trace.reasoning)}</p>'
         f'<p class="muted">{" · ".join(facts)}</p>'
     )
@@ -141,13 +175,21 @@ def _alerts(trace: Result) -> str:
     return f'<div class="vt-alert">{"".join(parts)}</div>' if parts else ""
 
 
-def _timeline(trace: Result) -> str:
-    lanes = [(outcome.level, level_spans(outcome, trace.node_times)) for outcome in trace.levels]
-    duration = timeline_duration(trace.video_duration_s, lanes)
+def _timeline(trace: Result, anchors: Anchors) -> str:
+    lanes: list[tuple[str, list[Span]]] = [
+        (outcome.level, level_spans(outcome, trace.node_times)) for outcome in trace.levels
+    ]
+    marks = citation_marks(trace.citations, anchors)
+    duration = timeline_duration(trace.video_duration_s, [*lanes, (CITED_LANE, marks)])
+    if marks:
+        lanes.append((CITED_LANE, cited_lane(trace.citations, anchors, duration)))
     head = "<h2>Timeline</h2>"
     if not lanes or duration <= 0:
         return head + '<p class="muted">No level recorded any time: nothing to draw.</p>'
     labels: dict[str, str] = {outcome.level: outcome.agent for outcome in trace.levels}
+    labels[CITED_LANE] = "Answer cites"
+    links = {level: f"#{anchors.level(level)}" for level in labels}
+    links[CITED_LANE] = f"#{anchors.citations()}"
     unknown = ""
     if not trace.node_times:
         unknown = (
@@ -157,8 +199,11 @@ def _timeline(trace: Result) -> str:
     return (
         f'{head}<p class="muted">The whole video, 00:00–{esc(format_timestamp(duration))}: '
         "the nodes each level weighed and selected, the windows it observed and the frames "
-        f"it saw (hover a shape for its id).</p>{unknown}"
-        f"{timeline_svg(lanes, duration, lane_labels=labels)}{timeline_legend()}"
+        f"it saw (hover a shape for its id)"
+        + ("; what the answer cites, a row per citation" if marks else "")
+        + f".</p>{unknown}"
+        f"{timeline_svg(lanes, duration, lane_labels=labels, lane_links=links)}"
+        f"{timeline_legend(cited=bool(marks))}"
     )
 
 
@@ -176,8 +221,32 @@ def _chips(outcome: LevelOutcome) -> str:
     return "".join(chips)
 
 
+@dataclass(frozen=True)
+class _Pictures:
+    """What the levels' thumbnails need: the pictures, the page's ids, what cites them."""
+
+    thumbnails: Thumbnails
+    anchors: Anchors
+    cited: Mapping[FigureKey, list[CitedBy]]
+
+    def of(self, key: FigureKey) -> tuple[str, str]:
+        """A thumbnail's id, and its "cited" tag linking to what cites it ("" if nothing)."""
+        links = ", ".join(
+            f'<a href="#{esc(self.anchors.source(n, m))}">#{n} {esc(ref)}</a>'
+            for n, m, ref in self.cited.get(key, [])
+        )
+        tag = f'<br><span class="vt-cited-tag">cited: {links}</span>' if links else ""
+        return self.anchors.figure(*key), tag
+
+
 def _figure(
-    label: str, timestamps: Sequence[float], url: str | None, grid: bool, decimals: int
+    label: str,
+    timestamps: Sequence[float],
+    url: str | None,
+    grid: bool,
+    decimals: int,
+    anchor: str,
+    cited: str,
 ) -> str:
     times = ", ".join(format_timestamp(t, decimals) for t in timestamps)
     width = 260 if grid else 120
@@ -187,10 +256,14 @@ def _figure(
         height = round(width * (0.375 if grid else 0.5625))  # 3×2 cells of 16:9, or one
         picture = f'<div class="vt-ph" style="width:{width}px;height:{height}px">{esc(times)}</div>'
     caption = f"{esc(label)}<br>{esc(times)}" if grid and url else esc(label)
-    return f'<figure title="{esc(times)}">{picture}<figcaption>{caption}</figcaption></figure>'
+    marked = ' class="vt-cited"' if cited else ""
+    return (
+        f'<figure id="{esc(anchor)}"{marked} title="{esc(times)}">{picture}'
+        f"<figcaption>{caption}{cited}</figcaption></figure>"
+    )
 
 
-def _observation(obs: Observation, thumbnails: Thumbnails) -> str:
+def _observation(obs: Observation, place: tuple[int, int], pictures: _Pictures) -> str:
     windows = ", ".join(format_range(s, e) for s, e in obs.windows) or "no window"
     state = "" if obs.succeeded else f" <b>failed</b>: {esc(obs.error or 'empty result')}"
     parts = [
@@ -204,9 +277,9 @@ def _observation(obs: Observation, thumbnails: Thumbnails) -> str:
     if obs.images:
         decimals = label_decimals([t for ref in obs.images for t in ref.timestamps])
         figures = "".join(
-            _figure(ref.label, ref.timestamps, thumbnails.urls.get(ref.sha256),
-                    len(ref.timestamps) > 1, decimals)
-            for ref in obs.images
+            _figure(ref.label, ref.timestamps, pictures.thumbnails.urls.get(ref.sha256),
+                    len(ref.timestamps) > 1, decimals, *pictures.of((place[0], place[1], k)))
+            for k, ref in enumerate(obs.images)
         )  # fmt: skip
         what = "grids" if any(len(ref.timestamps) > 1 for ref in obs.images) else "frames"
         parts.append(
@@ -263,7 +336,7 @@ def _selection(outcome: LevelOutcome) -> str:
     )
 
 
-def _level(outcome: LevelOutcome, thumbnails: Thumbnails) -> str:
+def _level(index: int, outcome: LevelOutcome, pictures: _Pictures) -> str:
     colour = LEVEL_COLOURS.get(outcome.level, "#999")
     decision = (
         "<b>STOP</b>"
@@ -272,7 +345,7 @@ def _level(outcome: LevelOutcome, thumbnails: Thumbnails) -> str:
         + (", ".join(f"<code>{esc(i)}</code>" for i in outcome.selected_ids) or "nothing")
     )
     parts = [
-        f'<section class="vt-level" id="vt-level-{esc(outcome.level)}" '
+        f'<section class="vt-level" id="{esc(pictures.anchors.level(outcome.level))}" '
         f'style="border-left-color:{colour}">',
         f'<h3 style="color:{colour}">{esc(outcome.agent)} '
         f'<span class="muted">({esc(outcome.level)})</span></h3>',
@@ -287,7 +360,9 @@ def _level(outcome: LevelOutcome, thumbnails: Thumbnails) -> str:
         f"<pre>{esc(json.dumps(outcome.plan, ensure_ascii=False, indent=1))}</pre></details>"
     )
     if outcome.observations:
-        parts += [_observation(obs, thumbnails) for obs in outcome.observations]
+        parts += [
+            _observation(obs, (index, j), pictures) for j, obs in enumerate(outcome.observations)
+        ]
     else:
         parts.append('<p class="muted">No observation at this level.</p>')
     parts.append(_selection(outcome))
@@ -309,7 +384,8 @@ def _level(outcome: LevelOutcome, thumbnails: Thumbnails) -> str:
     return "".join(parts)
 
 
-def _levels(trace: Result, thumbnails: Thumbnails) -> str:
+def _levels(trace: Result, pictures: _Pictures) -> str:
+    thumbnails = pictures.thumbnails
     head = "<h2>What each level did</h2>"
     if image_refs(trace.levels):
         if thumbnails.missing:
@@ -319,7 +395,9 @@ def _levels(trace: Result, thumbnails: Thumbnails) -> str:
             )
         if thumbnails.urls:
             head += f'<p class="muted">Pictures: {esc(thumbnails.source)}.</p>'
-    return head + "".join(_level(outcome, thumbnails) for outcome in trace.levels)
+    return head + "".join(
+        _level(index, outcome, pictures) for index, outcome in enumerate(trace.levels)
+    )
 
 
 def _memory(trace: Result) -> str:
@@ -420,15 +498,20 @@ def _calls(trace: Result) -> str:
 # --------------------------------------------------------------------------- pages
 
 
-def question_body(trace: Result, thumbnails: Thumbnails | None = None) -> str:
+def question_body(
+    trace: Result, thumbnails: Thumbnails | None = None, anchors: Anchors | None = None
+) -> str:
     """The page's content (no document around it)."""
     thumbnails = thumbnails or Thumbnails(missing="no pictures were supplied")
+    anchors = anchors or Anchors()
+    pictures = _Pictures(thumbnails, anchors, cited_figures(trace.levels, trace.citations))
     return (
         '<div class="vt-trace">'
         + _header(trace)
         + _alerts(trace)
-        + _timeline(trace)
-        + _levels(trace, thumbnails)
+        + citations_section(trace, thumbnails, anchors)
+        + _timeline(trace, anchors)
+        + _levels(trace, pictures)
         + _memory(trace)
         + _handoff(trace)
         + _usage(trace)
@@ -446,8 +529,9 @@ def question_page(trace: Result, thumbnails: Thumbnails | None = None) -> str:
 
 
 def question_fragment(trace: Result, thumbnails: Thumbnails | None = None) -> str:
-    """The same content for a notebook cell (scoped styles, no script)."""
-    return html_fragment(question_body(trace, thumbnails), css=_CSS)
+    """The same content for a notebook cell (scoped styles and ids, no script)."""
+    anchors = Anchors.scoped(trace.run_id, trace.question_id, trace.variant, trace.answer)
+    return html_fragment(question_body(trace, thumbnails, anchors), css=_CSS)
 
 
 def thumbnails_for(
@@ -457,14 +541,27 @@ def thumbnails_for(
     images: Sequence[ImagePart] = (),
 ) -> Thumbnails:
     """The pictures of what each level saw: the kept images, else frames decoded from
-    ``video`` (or the video the trace recorded), else the reason there are none."""
+    ``video`` (or the video the trace recorded), else the reason there are none; and of the
+    cited frames no thumbnail shows, from the same sources."""
     refs = image_refs(trace.levels)
-    if not refs:
-        return Thumbnails()
-    if images:
-        kept = from_images(images, refs)
-        if kept.urls:
-            return kept
+    kept = from_images(images, refs) if images and refs else Thumbnails()
+    if refs and not kept.urls:
+        # Every thumbnail will be decoded: only the frames on none need their own picture.
+        alone = unpictured_frames(trace.levels, trace.citations, {r.sha256: "" for r in refs})
+        return _decoded(trace, video, refs, alone)
+    alone = unpictured_frames(trace.levels, trace.citations, kept.urls)
+    frames = frames_from_images(images, alone)
+    rest = [t for t in alone if frame_key(t) not in frames]
+    decoded = _decoded(trace, video, [], rest) if rest else Thumbnails()
+    return Thumbnails(
+        kept.urls, kept.source, kept.missing or decoded.missing, {**frames, **decoded.frames}
+    )
+
+
+def _decoded(
+    trace: Result, video: str | Path | None, refs: Sequence[ImageRef], frames: Sequence[float]
+) -> Thumbnails:
+    """Pictures decoded from ``video`` (else the video the trace recorded), or why not."""
     path = video or trace.video_path
     if path is None:
         return Thumbnails(
@@ -475,7 +572,7 @@ def thumbnails_for(
             missing=f"the video was not available ({path} is not a file on this machine); "
             "pass it with --video"
         )
-    return from_video(path, refs, fingerprint=trace.video_fingerprint)
+    return from_video(path, refs, fingerprint=trace.video_fingerprint, frames=frames)
 
 
 def result_fragment(result: Result) -> str:
@@ -483,12 +580,14 @@ def result_fragment(result: Result) -> str:
     trace = with_node_times(result)
     refs = image_refs(trace.levels)
     thumbnails = from_images(result.images, refs) if result.images else Thumbnails()
-    if refs and not result.images:
+    alone = unpictured_frames(trace.levels, trace.citations, thumbnails.urls)
+    if (refs or alone) and not result.images:
         thumbnails = Thumbnails(
             missing="this result keeps no images (answered with keep_images=False); "
             "`videotapestry inspect TRACE.json --html OUT.html` decodes them from the video"
         )
-    return question_fragment(trace, thumbnails)
+    frames = frames_from_images(result.images, alone)
+    return question_fragment(trace, replace(thumbnails, frames=frames))
 
 
 def result_html(result: Result, *, video: str | Path | None = None) -> str:
