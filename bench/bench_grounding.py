@@ -31,7 +31,12 @@ from videotapestry.eval.metrics import VariantMetrics, metrics_by_variant  # noq
 from videotapestry.eval.records import ResultRecord  # noqa: E402
 from videotapestry.eval.scoring import Accuracy, is_correct  # noqa: E402
 from videotapestry.prompts import PromptRegistry  # noqa: E402
-from videotapestry.testing.citation_cost import CostSummary, summarize, trace_costs  # noqa: E402
+from videotapestry.testing.citation_cost import (  # noqa: E402
+    CostSummary,
+    schema_tokens,
+    summarize,
+    trace_costs,
+)
 from videotapestry.testing.fact_bench import (  # noqa: E402
     FactEval,
     OfflineModels,
@@ -159,6 +164,9 @@ def print_costs(runs: list[FactEval]) -> None:
             note = f"  ({billed} billed otherwise)" if billed else ""
             print(_cost_line(variant, run.mode, s) + note)
     print("calls: the question's model calls; extra: answer calls beyond one (repairs), in total")
+    cited, uncited = schema_tokens()
+    print(f"an endpoint in json_schema mode is sent the reply schema too (not billed offline): "
+          f"{cited} tokens, {uncited} without citations")  # fmt: skip
 
 
 def _cost_line(variant: str, mode: str, s: CostSummary) -> str:

@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from videotapestry.contracts.method import FinalAnswer
 from videotapestry.prompts import PromptRegistry
 from videotapestry.testing.citation_cost import (
     ANSWER_PROMPT,
     CITATION_PARTS,
     AnswerPrompts,
     citation_cost,
+    schema_tokens,
+    uncited_schema,
     without_citation_instructions,
     without_refs_lines,
 )
@@ -120,6 +123,17 @@ def test_a_template_missing_a_citation_part_is_refused() -> None:
         reworded = part.sub("", source)
         with pytest.raises(ValueError, match="citation part"):
             without_citation_instructions(reworded)
+
+
+def test_the_reply_schema_without_citations_keeps_the_answer_and_names_no_claim() -> None:
+    schema = FinalAnswer.model_json_schema()
+    assert "citations" in json.dumps(schema) and "CitedClaim" in json.dumps(schema)
+    stripped = uncited_schema(schema)
+    assert "citations" not in json.dumps(stripped) and "CitedClaim" not in json.dumps(stripped)
+    assert set(stripped["properties"]) == {"reasoning", "answer"}
+    assert stripped["required"] == ["answer"]
+    cited_tokens, uncited_tokens = schema_tokens()
+    assert cited_tokens > uncited_tokens > 0
 
 
 @pytest.mark.slow

@@ -12,7 +12,9 @@ without the citation parts and counted the same way (``tokens.estimate_tokens``,
 the offline client bills). A real tokenizer gives other counts but about the same ratio.
 
 The calls are counted from the trace too: an answer with citations is still one answer
-call; only a repair retry (a reply that was not valid JSON) would add one.
+call; only a repair retry (a reply that was not valid JSON) would add one. An
+OpenAI-compatible endpoint in ``json_schema`` mode is also sent the reply's schema, which
+the offline client does not bill: ``schema_tokens`` counts it with and without citations.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from videotapestry.contracts.method import FinalAnswer
 from videotapestry.prompts import TEMPLATE_SUFFIX, PromptRegistry, RenderedPrompt
 from videotapestry.tokens import estimate_tokens
 
@@ -56,6 +59,22 @@ def without_citation_instructions(template: str) -> str:
         if not found:
             raise ValueError(f"the answer template has no citation part {part.pattern!r}")
     return template
+
+
+def uncited_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer's JSON schema without ``citations``: its property, its place among the
+    required keys, and the definitions only it refers to (the claim type)."""
+    uncited = {k: v for k, v in schema.items() if k != "$defs"}
+    uncited["properties"] = {k: v for k, v in schema["properties"].items() if k != "citations"}
+    if "required" in schema:
+        uncited["required"] = [k for k in schema["required"] if k != "citations"]
+    return uncited
+
+
+def schema_tokens() -> tuple[int, int]:
+    """Tokens of the answer's JSON schema (``FinalAnswer``), with and without citations."""
+    schema = FinalAnswer.model_json_schema()
+    return estimate_tokens(json.dumps(schema)), estimate_tokens(json.dumps(uncited_schema(schema)))
 
 
 def prompt_tokens(prompt: RenderedPrompt) -> int:
