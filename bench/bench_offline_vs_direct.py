@@ -12,7 +12,6 @@ model. Prints both accuracies, each question's answers and the time per question
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -20,29 +19,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, not an installed one
 
-from videotapestry.testing.fact_bench import compare_offline_variants  # noqa: E402
-from videotapestry.testing.fact_videos import make_fact_video  # noqa: E402
+from videotapestry.testing.fact_bench import (  # noqa: E402
+    bench_arguments,
+    bench_video,
+    compare_offline_variants,
+)
 
 CACHE = ROOT / "bench" / ".cache"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--minutes", type=float, default=30.0)
-    parser.add_argument("--count", type=int, default=24)
-    parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--concurrency", type=int, default=2)
-    args = parser.parse_args()
-    name = f"facts_{args.minutes:g}min_{args.count}_s{args.seed}"
-    CACHE.mkdir(parents=True, exist_ok=True)
+    args = bench_arguments(__doc__.split("\n\n")[0])
     started = time.perf_counter()
-    video = make_fact_video(
-        CACHE / f"{name}.mp4", duration_s=args.minutes * 60, count=args.count, seed=args.seed
-    )
+    video = bench_video(CACHE, args)
     print(f"video: {video.path.name}, {len(video.questions)} questions, "
-          f"{time.perf_counter() - started:.1f} s to write or reuse")  # fmt: skip
+          f"{time.perf_counter() - started:.1f} s to write")  # fmt: skip
     comparison = compare_offline_variants(
-        video, CACHE / f"{name}.memory", concurrency=args.concurrency
+        video, CACHE / f"{video.path.stem}.memory", concurrency=args.concurrency
     )
     print(f"build: {comparison.build_s:.1f} s, {comparison.build_calls} model calls")
     full, direct = comparison.runs["full"], comparison.runs["direct"]
