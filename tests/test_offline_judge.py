@@ -134,3 +134,13 @@ def test_a_reply_without_a_verdict_is_refused() -> None:
         JudgeVerdict.model_validate({"reasoning": "looks fine", "score": 0.9})
     with pytest.raises(ValueError, match="score"):
         JudgeVerdict.model_validate({"correct": True, "score": 250})
+
+
+def test_a_code_followed_by_its_time_is_still_the_code() -> None:
+    # Run together with what follows it, "1686" (19:16) would be the number 168619...
+    assert found_in("1686", '"1686" (19:16-19:24)')
+    assert found_in("1686", "DOCK14CODE1686 (19:16)")
+    assert found_in("5830", "19:12-19:20: CODE5830 / Open")
+    # ... while a longer code is still another code.
+    assert not found_in("4417", "the code 14417 (03:55)")
+    assert not found_in("4417", "44170")

@@ -52,6 +52,9 @@ _NUMBER_WORDS = re.findall(
 _NUMBER_WORD = re.compile(rf"\b({'|'.join(_NUMBER_WORDS)})\b", re.IGNORECASE)
 _WITH_DIGIT = re.compile(r"[\w.:/-]*\d[\w.:/-]*")
 _CAPITALIZED = re.compile(r"\b[A-Z][A-Za-z'-]*")
+#: What separates the pieces of an answer a code is looked for in: spaces, brackets, quotes
+#: and list punctuation (never the letters or digits a code is run together with).
+_PIECES = re.compile(r"[\s()\[\]{}\"',;/|]+")
 
 
 def digits_for_number_words(text: str) -> str:
@@ -104,7 +107,9 @@ def found_in(term: str, answer: str) -> bool:
     if any(said[i : i + n] == wanted for i in range(len(said) - n + 1)):
         return True
     if any(ch.isdigit() for ch in term):
-        return contains_phrase(term, answer)
+        # Piece by piece: run together, a code and the time after it ("1686" (19:16) would
+        # read as one longer number.
+        return any(contains_phrase(term, piece) for piece in _PIECES.split(answer) if piece)
     return word_overlap(wanted, answer) == 1.0
 
 

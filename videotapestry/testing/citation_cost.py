@@ -39,9 +39,9 @@ ANSWER_ROLE = "answer"
 #: be in the template, so a reworded template stops the measurement instead of passing
 #: with a citation part left in.
 CITATION_PARTS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"\n\nEach entry of the memory [^\n]*\"refs:\"[^\n]*Cite [^\n]*"),
+    re.compile(r"\n\nEach memory entry [^\n]*\"refs:\"[^\n]*Cite [^\n]*"),
     re.compile(re.escape(', "citations": [{"claim": string, "ids": [string]}]')),
-    re.compile(r", and citations lists [^\n.]*ids that show it"),
+    re.compile(r"; citations: [^\n.]*its ids"),
 )
 _REFS_LINE = re.compile(r"^\s*refs: ")
 
