@@ -404,6 +404,30 @@ def test_list_prints_the_normalized_questions_without_videos_or_key(
     assert len(capsys.readouterr().out.splitlines()) == 1
 
 
+@pytest.mark.parametrize("benchmark", ["jsonl", "lvbench", "videomme", "egoschema"])
+def test_an_empty_annotations_file_is_an_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], benchmark: str
+) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("", encoding="utf-8")
+    for extra in (["--list"], ["--videos", "v", "--memories", "m", "--out", str(tmp_path / "r")]):
+        assert main(["eval", "--benchmark", benchmark, "--annotations", str(path), *extra]) == 2
+        assert f"{path} holds no {benchmark} questions" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()  # refused before a run directory is made
+
+
+def test_a_selection_of_no_question_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = annotations(tmp_path / "q.jsonl", 2)
+    run = tmp_path / "run"
+    command = ["eval", "--benchmark", "jsonl", "--annotations", str(path), "--limit", "0"]
+    assert main([*command, "--list"]) == 2
+    assert "--limit 0 selects no question" in capsys.readouterr().err
+    assert main([*command, "--videos", "v", "--memories", "m", "--out", str(run)]) == 2
+    assert not run.exists()
+
+
 def test_running_needs_the_directories(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = annotations(tmp_path / "q.jsonl", 1)
     assert main(["eval", "--benchmark", "jsonl", "--annotations", str(path)]) == 2
