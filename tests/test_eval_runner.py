@@ -329,6 +329,64 @@ def test_a_run_made_with_another_config_is_refused_without_force(
     assert len(lines(run)) == 3  # finished records kept, nothing asked again
 
 
+HOLD_THE_RUN = """
+import sys, time
+from pathlib import Path
+from videotapestry.eval.run_lock import RunLock
+Path(sys.argv[1]).mkdir(parents=True, exist_ok=True)
+lock = RunLock(Path(sys.argv[1]))
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_second_eval_of_a_run_directory_in_use_is_refused_until_the_first_dies(
+    data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The lock is the kernel's (flock), so SIGKILLing its holder frees it: no stale lock."""
+    server.on(None, ScriptedModel())
+    questions = annotations(tmp_path / "q.jsonl", 2)
+    run = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_RUN, str(run)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert main(eval_args(data, questions, run, server)) == 2
+        err = capsys.readouterr().err
+        assert f"{run} is being written by another eval (pid {holder.pid})" in err
+        assert server.requests == [] and not (run / "results.jsonl").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert main(eval_args(data, questions, run, server)) == 0
+    assert len(lines(run)) == 2
+
+
+def test_an_open_run_directory_refuses_a_second_opener_in_the_same_process(
+    tmp_path: Path,
+) -> None:
+    from videotapestry.config import load_config
+    from videotapestry.eval.run_lock import RunLockedError
+    from videotapestry.eval.run_writer import RunDirectory, new_run_info
+    from videotapestry.prompts import PromptRegistry
+
+    info = new_run_info(
+        benchmark="jsonl",
+        annotations=tmp_path / "q.jsonl",
+        variants=["full"],
+        config=load_config(),
+        prompts=PromptRegistry(),
+    )
+    first = RunDirectory.open(tmp_path / "run", info)
+    with pytest.raises(RunLockedError, match=f"pid {os.getpid()}"):
+        RunDirectory.open(tmp_path / "run", info)
+    first.close()
+    RunDirectory.open(tmp_path / "run", info).close()  # closing released it
+    assert (tmp_path / "run" / "run.lock").is_file()
+
+
 def test_identity_names_prompt_and_model_changes(data: Path) -> None:
     from videotapestry.config import load_config
     from videotapestry.eval.run_writer import new_run_info
