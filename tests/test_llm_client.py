@@ -292,6 +292,53 @@ def test_second_identical_request_is_served_from_cache(
     assert len(fake_server.requests) == 4
 
 
+def test_a_reply_that_failed_is_not_cached_so_a_rerun_asks_again(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    """The cache rule: a JSON reply is stored once it validated, never the one that failed."""
+    bad = FakeReply.text('{"reasoning": "no answer key"}')
+    fake_server.on("answer", lambda _: bad)
+    config = fake_config(fake_server, tmp_path)
+    for attempt in (1, 2):  # the fallback case: both replies failed, nothing is stored
+        with pytest.raises(StructuredOutputError):
+            run(ask(ModelService(config)))
+        assert len(fake_server.requests) == 2 * attempt
+
+    fake_server.reset()
+    fake_server.script("answer", bad, FakeReply.json(ANSWER))  # repaired on the retry
+    assert run(ask(ModelService(config)))[0].answer == "B"
+    fake_server.reset()
+    fake_server.on("answer", lambda _: bad)  # the model fails the same way again
+    reply, session = run(ask(ModelService(config)))
+    assert reply.answer == "B"  # the first request is asked again; the repair was stored
+    assert len(fake_server.requests) == 1
+    assert [e.usage["cached"] for e in session.trace.events if e.kind == "model_call"] == [
+        False,
+        True,
+    ]
+
+
+def test_keep_failed_replies_stores_failures_and_an_old_failure_is_asked_afresh(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    bad = FakeReply.text('{"reasoning": "no answer key"}')
+    fake_server.on("answer", lambda _: bad)
+    keep = fake_config(fake_server, tmp_path, "cache.keep_failed_replies=true")
+    with pytest.raises(StructuredOutputError):
+        run(ask(ModelService(keep)))
+    with pytest.raises(StructuredOutputError):  # the same failure, from the cache: free
+        run(ask(ModelService(keep)))
+    assert len(fake_server.requests) == 2
+
+    fake_server.reset()
+    fake_server.on("answer", lambda _: FakeReply.json(ANSWER))  # the server is fixed
+    config = fake_config(fake_server, tmp_path)  # keep_failed_replies=false, the default
+    assert run(ask(ModelService(config)))[0].answer == "B"
+    assert len(fake_server.requests) == 1  # the stored failure was asked afresh, not repaired
+    assert run(ask(ModelService(config)))[0].answer == "B"
+    assert len(fake_server.requests) == 1  # and its good reply replaced it
+
+
 def test_usage_sums_and_costs(fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path) -> None:
     fake_server.script(
         "answer",
