@@ -167,3 +167,28 @@ def test_a_stopped_build_exits_2_with_the_reason(video: TestVideo, tmp_path: Pat
     assert result.returncode == 2
     assert "role builder_clip" in result.stderr and "does not exist" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_key_echoed_by_the_server_reaches_neither_stderr_nor_the_build_report(
+    video: TestVideo, tmp_path: Path
+) -> None:
+    key = "local-credential-7f3a9c2e41b8"  # not shaped like a token: found by its value
+    with FakeOpenAIServer() as server:
+        from videotapestry.testing import FakeReply
+
+        server.on(None, lambda r: FakeReply(content=f"Incorrect API key: {key}", status=400))
+        command = cli(
+            str(video.path), str(tmp_path / "m"),
+            base_url=server.base_url, extra=("cache.enabled=false",),
+        )  # fmt: skip
+        env = {**environment(), "OPENAI_API_KEY": key}
+        result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+        assert server.requests[0].headers["authorization"] == f"Bearer {key}"
+    assert result.returncode == 2
+    assert "Incorrect API key: [REDACTED]" in result.stderr
+    assert key not in result.stderr + result.stdout
+    reports = list(tmp_path.rglob("build_report.json"))
+    assert reports and "[REDACTED]" in reports[0].read_text()
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path

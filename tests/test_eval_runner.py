@@ -154,6 +154,28 @@ def test_an_unknown_model_stops_the_run_after_one_request(
     assert all("does not exist" in row["error"] for row in skipped)
 
 
+def test_a_key_echoed_by_the_server_reaches_neither_stderr_nor_the_run(
+    data: Path,
+    tmp_path: Path,
+    server: FakeOpenAIServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    key = "local-credential-5d1e8b0a93c7"  # not shaped like a token: found by its value
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    server.on(None, lambda r: FakeReply(content=f"Incorrect API key provided: {key}", status=400))
+    run = tmp_path / "run"
+    assert main(eval_args(data, annotations(tmp_path / "q.jsonl", 2), run, server)) == 2
+    assert server.requests[0].headers["authorization"] == f"Bearer {key}"
+    captured = capsys.readouterr()
+    assert "Incorrect API key provided: [REDACTED]" in captured.err
+    assert key not in captured.err + captured.out
+    assert any("[REDACTED]" in (row["error"] or "") for row in lines(run))
+    for path in run.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
+
+
 def test_the_same_failure_on_the_first_questions_stops_the_run(
     data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:

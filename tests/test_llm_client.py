@@ -20,6 +20,7 @@ from videotapestry.errors import (
     ModelAuthError,
     ModelConnectionError,
     ModelRateLimitError,
+    ModelRequestError,
     ModelServerError,
     ModelTimeoutError,
     StructuredOutputError,
@@ -472,6 +473,46 @@ def test_api_key_never_reaches_traces_cache_or_logs(
     events = json.loads(trace_path.read_text())
     assert [e["kind"] for e in events] == ["model_call", "model_call"]
     assert events[1]["error"] and "500" in events[1]["error"]
+
+
+def test_a_server_error_that_echoes_the_key_is_redacted_from_the_message(
+    fake_server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key is in a variable named like no secret and shaped like no token: only its
+    configured value can find it."""
+    import traceback
+
+    key = "plain-credential-7f3a9c2e41b8d6"
+    monkeypatch.setenv("MY_LLM_CREDS", key)
+    fake_server.on(
+        "answer",
+        lambda _: FakeReply(content=f"Incorrect API key provided: {key}. Bearer {key}", status=400),
+    )
+    config = fake_config(fake_server, tmp_path, "models.default.api_key_env=MY_LLM_CREDS")
+    with pytest.raises(ModelRequestError) as info:
+        run(ask(ModelService(config)))
+    assert fake_server.requests[0].headers["authorization"] == f"Bearer {key}"  # really sent
+    message = str(info.value)
+    assert "Incorrect API key provided: [REDACTED]" in message and key not in message
+    assert info.value.__cause__ is None  # the SDK's exception, which holds the body, is dropped
+    printed = "".join(traceback.format_exception(info.value))
+    assert key not in printed
+
+
+@pytest.mark.parametrize(
+    "pasted",
+    [SECRET_KEY, "Ab3dE6gH9jK2mN5pQ8rS1tUv4w", "key with spaces"],
+    ids=["sk", "alnum", "words"],
+)
+def test_a_key_pasted_where_a_variable_name_belongs_is_refused_unrepeated(pasted: str) -> None:
+    from videotapestry.config import load_config
+    from videotapestry.errors import ConfigError
+
+    for key in ("models.default.api_key_env", "models.roles.answer.api_key_env"):
+        with pytest.raises(ConfigError, match="names the environment variable") as info:
+            load_config(overrides=[f"{key}={pasted}"])
+        assert pasted not in str(info.value) and key in str(info.value)
+    assert load_config(overrides=["models.default.api_key_env=DASHSCOPE_API_KEY"])
 
 
 def test_openai_base_url_env_is_honoured_and_config_wins(
