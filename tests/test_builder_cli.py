@@ -192,3 +192,56 @@ def test_a_key_echoed_by_the_server_reaches_neither_stderr_nor_the_build_report(
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert key.encode() not in path.read_bytes(), path
+
+
+def test_a_full_disk_stops_the_build_naming_the_directory_and_keeps_its_checkpoints(
+    video: TestVideo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """ENOSPC is simulated on the one write path every checkpoint takes (``files``)."""
+    import errno
+    import io
+
+    from videotapestry import files
+    from videotapestry.cli import main
+
+    out = tmp_path / "memory"
+    perception = out / "build" / "perception"
+    written = []
+
+    class FullDisk(io.BufferedWriter):
+        def write(self, data) -> int:  # type: ignore[no-untyped-def]
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def full_after_three(path, mode="r", *args, **kwargs):  # type: ignore[no-untyped-def]
+        if "w" in mode and Path(path).parent == perception:
+            if len(written) >= 3:
+                return FullDisk(io.FileIO(path, "w"))
+            written.append(path)
+        return open(path, mode, *args, **kwargs)
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with FakeOpenAIServer() as server:
+        server.on(None, ScriptedBuilderModel(video.fps, video.scenes))
+        command = cli(
+            str(video.path), str(out), "--quiet",
+            base_url=server.base_url, extra=("cache.enabled=false",),
+        )[3:]  # fmt: skip
+        monkeypatch.setattr(files, "open", full_after_three, raising=False)
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert f"No space left on device while writing in {perception};" in err
+        assert "run the same command again" in err and "Traceback" not in err
+        kept = {p.stem: p.read_bytes() for p in perception.glob("*.json")}
+        assert len(kept) == 3 and all(json.loads(b) for b in kept.values())
+        assert not list(perception.glob(".*.tmp"))  # no half-written file left behind
+        assert not (out / "memory.json").exists()
+
+        monkeypatch.undo()
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        server.reset()
+        server.on(None, ScriptedBuilderModel(video.fps, video.scenes))
+        assert main(command) == 0
+        asked = perception_requests(server.requests)
+        assert not set(asked) & set(kept)  # the checkpoints written before were reused
+    assert len(load_memory(out).clips) == 12

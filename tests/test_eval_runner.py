@@ -176,6 +176,42 @@ def test_a_key_echoed_by_the_server_reaches_neither_stderr_nor_the_run(
             assert key.encode() not in path.read_bytes(), path
 
 
+def test_a_full_disk_stops_the_run_naming_the_directory_and_a_rerun_resumes(
+    data: Path,
+    tmp_path: Path,
+    server: FakeOpenAIServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ENOSPC is simulated on the results file's own write path (its ``os.write``)."""
+    import errno
+    import types
+
+    from videotapestry.eval import run_writer
+
+    def write_one_line(fd: int, data: bytes) -> int:
+        if (tmp_path / "run" / "results.jsonl").stat().st_size:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return os.write(fd, data)
+
+    full = types.SimpleNamespace(**{**vars(os), "write": write_one_line})
+    monkeypatch.setattr(run_writer, "os", full)
+    server.on(None, ScriptedModel())
+    questions, run = annotations(tmp_path / "q.jsonl", 3), tmp_path / "run"
+    assert main(eval_args(data, questions, run, server, "--concurrency", "1")) == 2
+    err = capsys.readouterr().err
+    assert f"No space left on device while writing in {run};" in err and "Traceback" not in err
+    first = lines(run)
+    assert len(first) == 1 and first[0]["status"] == "answered"  # the records before stand
+
+    monkeypatch.setattr(run_writer, "os", os)  # space freed
+    server.reset()
+    server.on(None, ScriptedModel())
+    assert main(eval_args(data, questions, run, server)) == 0
+    assert first[0]["question_id"] not in asked_questions(server, 3)  # not asked again
+    assert len(lines(run)) == 3
+
+
 def test_the_same_failure_on_the_first_questions_stops_the_run(
     data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:

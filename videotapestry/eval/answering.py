@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from videotapestry.errors import ModelCallError, VideoTapestryError
+from videotapestry.errors import DiskFullError, ModelCallError, VideoTapestryError
 from videotapestry.eval.questions import EvalQuestion
 from videotapestry.llm.usage import spent_usage
 from videotapestry.result import Exploration, Result, load_exploration
@@ -204,6 +204,8 @@ class LocalAnswerer:
                 subtitle_offset_s=question.subtitle_offset_s,
                 keep_images=False,
             )
+        except DiskFullError:
+            raise  # not the question's failure: nothing more can be saved (the run stops)
         except Exception as exc:  # one question's failure never loses the others
             return VariantOutcome(
                 variant, failure=Failure.of(exc), elapsed_s=time.perf_counter() - started
@@ -223,6 +225,8 @@ class LocalAnswerer:
                 else source
             )
             result = await self.base.areanswer(exploration, variant, memory=prepared.memory)
+        except DiskFullError:
+            raise
         except Exception as exc:
             return VariantOutcome(
                 variant,

@@ -40,7 +40,7 @@ from videotapestry.eval.run_reader import (
     mend_torn_tail,
     read_run_info,
 )
-from videotapestry.files import write_json_atomic
+from videotapestry.files import disk_full_named, write_json_atomic
 from videotapestry.prompts import TEMPLATE_SUFFIX, PromptRegistry, short_hash
 
 #: Dotted config keys (fnmatch patterns, after ``identity_items`` flattens the config) that
@@ -248,10 +248,11 @@ class ResultsWriter:
         with self._lock:
             if self._fd is None:
                 raise RunDirectoryError(f"{self.path} is closed")
-            while data:
-                written = os.write(self._fd, data)
-                data = data[written:]
-            os.fsync(self._fd)
+            with disk_full_named(self.path.parent):  # a line cut short is mended on reopen
+                while data:
+                    written = os.write(self._fd, data)
+                    data = data[written:]
+                os.fsync(self._fd)
 
     def close(self) -> None:
         with self._lock:
