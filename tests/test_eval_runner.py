@@ -402,9 +402,8 @@ def test_a_second_eval_of_a_run_directory_in_use_is_refused_until_the_first_dies
     data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The lock is the kernel's (flock), so SIGKILLing its holder frees it: no stale lock."""
+    questions, run = annotations(tmp_path / "q.jsonl", 2), tmp_path / "run"
     server.on(None, ScriptedModel())
-    questions = annotations(tmp_path / "q.jsonl", 2)
-    run = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD_THE_RUN, str(run)], env=env, stdout=subprocess.PIPE, text=True
