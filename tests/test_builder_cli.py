@@ -245,3 +245,25 @@ def test_a_full_disk_stops_the_build_naming_the_directory_and_keeps_its_checkpoi
         asked = perception_requests(server.requests)
         assert not set(asked) & set(kept)  # the checkpoints written before were reused
     assert len(load_memory(out).clips) == 12
+
+
+def test_a_rotated_video_is_reported_in_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """A phone's portrait video: its display matrix is recorded as a degradation of the build
+    (its frames are read as stored), never ignored in silence."""
+    from videotapestry.cli import main
+    from videotapestry.testing.media import set_display_rotation
+
+    video = make_test_video(tmp_path / "phone.mp4", 20, fps=2, size=(192, 108), scene_s=10)
+    set_display_rotation(video.path, 90)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FakeOpenAIServer() as server:
+        server.on(None, ScriptedBuilderModel(video.fps, video.scenes))
+        command = cli(str(video.path), str(tmp_path / "m"), "--quiet", base_url=server.base_url)
+        assert main(command[3:]) == 0
+    assert "degraded: frames (probe): the video asks players to turn it 90°" in (
+        capsys.readouterr().out
+    )
+    report = json.loads((tmp_path / "m" / "build_report.json").read_text())
+    assert any("turn it 90°" in d["why"] for d in report["degradations"])
