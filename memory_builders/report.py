@@ -2,11 +2,13 @@
 
 The report is written to ``build_report.json`` beside the memory (and into the manifest's
 ``build`` entry), printed as a one-screen summary at the end of ``build-memory``, and kept in
-the build directory when a build stops, so the user can see why and resume.
+the build directory when a build stops, so the user can see why and resume. Both are
+scrubbed of secrets (``trace.scrub``): a failure's reason may quote a server's error body.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +18,7 @@ from typing import Any
 
 from videotapestry.errors import VideoTapestryError
 from videotapestry.llm import UsageSummary
+from videotapestry.trace import scrub
 
 BUILDER_VERSION = "1"
 
@@ -118,7 +121,8 @@ class BuildReport:
         data = asdict(self)
         data["partial"] = self.partial
         data["builder_version"] = BUILDER_VERSION
-        return data
+        scrubbed: dict[str, Any] = json.loads(scrub(json.dumps(data, ensure_ascii=False)))
+        return scrubbed
 
 
 def usage_dict(summary: UsageSummary) -> dict[str, Any]:
@@ -173,4 +177,4 @@ def summary_text(report: BuildReport) -> str:
         lines.append(f"degraded: {item.what} ({item.where}): {item.why}")
     if report.message:
         lines.append(report.message)
-    return "\n".join(lines)
+    return scrub("\n".join(lines))

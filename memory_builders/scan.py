@@ -160,6 +160,14 @@ async def probe_stage(ctx: BuildContext) -> VideoInfo:
         info = await asyncio.to_thread(probe, ctx.video)
     ctx.report.duration_s = info.duration_s
     ctx.report.fingerprint = info.fingerprint
+    if info.rotation_deg:
+        # Frames are decoded as stored: say so, since the captions then see them sideways.
+        ctx.degraded(
+            "frames",
+            "probe",
+            f"the video asks players to turn it {info.rotation_deg}° clockwise (display "
+            "matrix); its frames are read as stored, not upright",
+        )
     return info
 
 

@@ -167,3 +167,103 @@ def test_a_stopped_build_exits_2_with_the_reason(video: TestVideo, tmp_path: Pat
     assert result.returncode == 2
     assert "role builder_clip" in result.stderr and "does not exist" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_key_echoed_by_the_server_reaches_neither_stderr_nor_the_build_report(
+    video: TestVideo, tmp_path: Path
+) -> None:
+    key = "local-credential-7f3a9c2e41b8"  # not shaped like a token: found by its value
+    with FakeOpenAIServer() as server:
+        from videotapestry.testing import FakeReply
+
+        server.on(None, lambda r: FakeReply(content=f"Incorrect API key: {key}", status=400))
+        command = cli(
+            str(video.path), str(tmp_path / "m"),
+            base_url=server.base_url, extra=("cache.enabled=false",),
+        )  # fmt: skip
+        env = {**environment(), "OPENAI_API_KEY": key}
+        result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+        assert server.requests[0].headers["authorization"] == f"Bearer {key}"
+    assert result.returncode == 2
+    assert "Incorrect API key: [REDACTED]" in result.stderr
+    assert key not in result.stderr + result.stdout
+    reports = list(tmp_path.rglob("build_report.json"))
+    assert reports and "[REDACTED]" in reports[0].read_text()
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
+
+
+def test_a_full_disk_stops_the_build_naming_the_directory_and_keeps_its_checkpoints(
+    video: TestVideo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """ENOSPC is simulated on the one write path every checkpoint takes (``files``)."""
+    import errno
+    import io
+
+    from videotapestry import files
+    from videotapestry.cli import main
+
+    out = tmp_path / "memory"
+    perception = out / "build" / "perception"
+    written = []
+
+    class FullDisk(io.BufferedWriter):
+        def write(self, data) -> int:  # type: ignore[no-untyped-def]
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def full_after_three(path, mode="r", *args, **kwargs):  # type: ignore[no-untyped-def]
+        if "w" in mode and Path(path).parent == perception:
+            if len(written) >= 3:
+                return FullDisk(io.FileIO(path, "w"))
+            written.append(path)
+        return open(path, mode, *args, **kwargs)
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with FakeOpenAIServer() as server:
+        server.on(None, ScriptedBuilderModel(video.fps, video.scenes))
+        command = cli(
+            str(video.path), str(out), "--quiet",
+            base_url=server.base_url, extra=("cache.enabled=false",),
+        )[3:]  # fmt: skip
+        monkeypatch.setattr(files, "open", full_after_three, raising=False)
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert f"No space left on device while writing in {perception};" in err
+        assert "run the same command again" in err and "Traceback" not in err
+        kept = {p.stem: p.read_bytes() for p in perception.glob("*.json")}
+        assert len(kept) == 3 and all(json.loads(b) for b in kept.values())
+        assert not list(perception.glob(".*.tmp"))  # no half-written file left behind
+        assert not (out / "memory.json").exists()
+
+        monkeypatch.undo()
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        server.reset()
+        server.on(None, ScriptedBuilderModel(video.fps, video.scenes))
+        assert main(command) == 0
+        asked = perception_requests(server.requests)
+        assert not set(asked) & set(kept)  # the checkpoints written before were reused
+    assert len(load_memory(out).clips) == 12
+
+
+def test_a_rotated_video_is_reported_in_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """A phone's portrait video: its display matrix is recorded as a degradation of the build
+    (its frames are read as stored), never ignored in silence."""
+    from videotapestry.cli import main
+    from videotapestry.testing.media import set_display_rotation
+
+    video = make_test_video(tmp_path / "phone.mp4", 20, fps=2, size=(192, 108), scene_s=10)
+    set_display_rotation(video.path, 90)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FakeOpenAIServer() as server:
+        server.on(None, ScriptedBuilderModel(video.fps, video.scenes))
+        command = cli(str(video.path), str(tmp_path / "m"), "--quiet", base_url=server.base_url)
+        assert main(command[3:]) == 0
+    assert "degraded: frames (probe): the video asks players to turn it 90°" in (
+        capsys.readouterr().out
+    )
+    report = json.loads((tmp_path / "m" / "build_report.json").read_text())
+    assert any("turn it 90°" in d["why"] for d in report["degradations"])

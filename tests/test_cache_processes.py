@@ -93,3 +93,24 @@ def test_processes_share_one_cache_file_and_count_their_own_usage(tmp_path: Path
         again = ask_all(server.base_url, str(cache))
         assert again == (PROMPTS, PROMPTS)  # every reply is in the file
         assert server.requests == []
+
+
+def test_a_full_cache_disk_names_its_directory_and_keeps_the_stored_entries(
+    tmp_path: Path,
+) -> None:
+    """SQLite's own "database or disk is full" (its page limit reached) is a full disk."""
+    import pytest
+
+    from videotapestry.errors import DiskFullError
+    from videotapestry.kvstore import SqliteStore
+
+    store = SqliteStore(
+        tmp_path / "cache" / "c.sqlite", table="t", schema="CREATE TABLE t (key TEXT, v TEXT)"
+    )
+    store.put("kept", {"v": "x"})
+    pages = store._conn.execute("PRAGMA page_count").fetchone()[0]
+    store._conn.execute(f"PRAGMA max_page_count={pages}")
+    with pytest.raises(DiskFullError, match=f"while writing in {tmp_path / 'cache'};"):
+        store.put("big", {"v": "y" * 100_000})
+    assert store.get("kept") == {"key": "kept", "v": "x"} and store.get("big") is None
+    store.close()

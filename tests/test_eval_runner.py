@@ -154,6 +154,64 @@ def test_an_unknown_model_stops_the_run_after_one_request(
     assert all("does not exist" in row["error"] for row in skipped)
 
 
+def test_a_key_echoed_by_the_server_reaches_neither_stderr_nor_the_run(
+    data: Path,
+    tmp_path: Path,
+    server: FakeOpenAIServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    key = "local-credential-5d1e8b0a93c7"  # not shaped like a token: found by its value
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    server.on(None, lambda r: FakeReply(content=f"Incorrect API key provided: {key}", status=400))
+    run = tmp_path / "run"
+    assert main(eval_args(data, annotations(tmp_path / "q.jsonl", 2), run, server)) == 2
+    assert server.requests[0].headers["authorization"] == f"Bearer {key}"
+    captured = capsys.readouterr()
+    assert "Incorrect API key provided: [REDACTED]" in captured.err
+    assert key not in captured.err + captured.out
+    assert any("[REDACTED]" in (row["error"] or "") for row in lines(run))
+    for path in run.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
+
+
+def test_a_full_disk_stops_the_run_naming_the_directory_and_a_rerun_resumes(
+    data: Path,
+    tmp_path: Path,
+    server: FakeOpenAIServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ENOSPC is simulated on the results file's own write path (its ``os.write``)."""
+    import errno
+    import types
+
+    from videotapestry.eval import run_writer
+
+    def write_one_line(fd: int, data: bytes) -> int:
+        if (tmp_path / "run" / "results.jsonl").stat().st_size:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return os.write(fd, data)
+
+    full = types.SimpleNamespace(**{**vars(os), "write": write_one_line})
+    monkeypatch.setattr(run_writer, "os", full)
+    server.on(None, ScriptedModel())
+    questions, run = annotations(tmp_path / "q.jsonl", 3), tmp_path / "run"
+    assert main(eval_args(data, questions, run, server, "--concurrency", "1")) == 2
+    err = capsys.readouterr().err
+    assert f"No space left on device while writing in {run};" in err and "Traceback" not in err
+    first = lines(run)
+    assert len(first) == 1 and first[0]["status"] == "answered"  # the records before stand
+
+    monkeypatch.setattr(run_writer, "os", os)  # space freed
+    server.reset()
+    server.on(None, ScriptedModel())
+    assert main(eval_args(data, questions, run, server)) == 0
+    assert first[0]["question_id"] not in asked_questions(server, 3)  # not asked again
+    assert len(lines(run)) == 3
+
+
 def test_the_same_failure_on_the_first_questions_stops_the_run(
     data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -329,6 +387,63 @@ def test_a_run_made_with_another_config_is_refused_without_force(
     assert len(lines(run)) == 3  # finished records kept, nothing asked again
 
 
+HOLD_THE_RUN = """
+import sys, time
+from pathlib import Path
+from videotapestry.eval.run_lock import RunLock
+Path(sys.argv[1]).mkdir(parents=True, exist_ok=True)
+lock = RunLock(Path(sys.argv[1]))
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_second_eval_of_a_run_directory_in_use_is_refused_until_the_first_dies(
+    data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The lock is the kernel's (flock), so SIGKILLing its holder frees it: no stale lock."""
+    questions, run = annotations(tmp_path / "q.jsonl", 2), tmp_path / "run"
+    server.on(None, ScriptedModel())
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_RUN, str(run)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert main(eval_args(data, questions, run, server)) == 2
+        err = capsys.readouterr().err
+        assert f"{run} is being written by another eval (pid {holder.pid})" in err
+        assert server.requests == [] and not (run / "results.jsonl").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert main(eval_args(data, questions, run, server)) == 0
+    assert len(lines(run)) == 2
+
+
+def test_an_open_run_directory_refuses_a_second_opener_in_the_same_process(
+    tmp_path: Path,
+) -> None:
+    from videotapestry.config import load_config
+    from videotapestry.eval.run_lock import RunLockedError
+    from videotapestry.eval.run_writer import RunDirectory, new_run_info
+    from videotapestry.prompts import PromptRegistry
+
+    info = new_run_info(
+        benchmark="jsonl",
+        annotations=tmp_path / "q.jsonl",
+        variants=["full"],
+        config=load_config(),
+        prompts=PromptRegistry(),
+    )
+    first = RunDirectory.open(tmp_path / "run", info)
+    with pytest.raises(RunLockedError, match=f"pid {os.getpid()}"):
+        RunDirectory.open(tmp_path / "run", info)
+    first.close()
+    RunDirectory.open(tmp_path / "run", info).close()  # closing released it
+    assert (tmp_path / "run" / "run.lock").is_file()
+
+
 def test_identity_names_prompt_and_model_changes(data: Path) -> None:
     from videotapestry.config import load_config
     from videotapestry.eval.run_writer import new_run_info
@@ -402,6 +517,30 @@ def test_list_prints_the_normalized_questions_without_videos_or_key(
         == 0
     )
     assert len(capsys.readouterr().out.splitlines()) == 1
+
+
+@pytest.mark.parametrize("benchmark", ["jsonl", "lvbench", "videomme", "egoschema"])
+def test_an_empty_annotations_file_is_an_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], benchmark: str
+) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("", encoding="utf-8")
+    for extra in (["--list"], ["--videos", "v", "--memories", "m", "--out", str(tmp_path / "r")]):
+        assert main(["eval", "--benchmark", benchmark, "--annotations", str(path), *extra]) == 2
+        assert f"{path} holds no {benchmark} questions" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()  # refused before a run directory is made
+
+
+def test_a_selection_of_no_question_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = annotations(tmp_path / "q.jsonl", 2)
+    run = tmp_path / "run"
+    command = ["eval", "--benchmark", "jsonl", "--annotations", str(path), "--limit", "0"]
+    assert main([*command, "--list"]) == 2
+    assert "--limit 0 selects no question" in capsys.readouterr().err
+    assert main([*command, "--videos", "v", "--memories", "m", "--out", str(run)]) == 2
+    assert not run.exists()
 
 
 def test_running_needs_the_directories(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,6 +20,7 @@ from videotapestry.errors import (
     ModelAuthError,
     ModelConnectionError,
     ModelRateLimitError,
+    ModelRequestError,
     ModelServerError,
     ModelTimeoutError,
     StructuredOutputError,
@@ -292,6 +293,53 @@ def test_second_identical_request_is_served_from_cache(
     assert len(fake_server.requests) == 4
 
 
+def test_a_reply_that_failed_is_not_cached_so_a_rerun_asks_again(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    """The cache rule: a JSON reply is stored once it validated, never the one that failed."""
+    bad = FakeReply.text('{"reasoning": "no answer key"}')
+    fake_server.on("answer", lambda _: bad)
+    config = fake_config(fake_server, tmp_path)
+    for attempt in (1, 2):  # the fallback case: both replies failed, nothing is stored
+        with pytest.raises(StructuredOutputError):
+            run(ask(ModelService(config)))
+        assert len(fake_server.requests) == 2 * attempt
+
+    fake_server.reset()
+    fake_server.script("answer", bad, FakeReply.json(ANSWER))  # repaired on the retry
+    assert run(ask(ModelService(config)))[0].answer == "B"
+    fake_server.reset()
+    fake_server.on("answer", lambda _: bad)  # the model fails the same way again
+    reply, session = run(ask(ModelService(config)))
+    assert reply.answer == "B"  # the first request is asked again; the repair was stored
+    assert len(fake_server.requests) == 1
+    assert [e.usage["cached"] for e in session.trace.events if e.kind == "model_call"] == [
+        False,
+        True,
+    ]
+
+
+def test_keep_failed_replies_stores_failures_and_an_old_failure_is_asked_afresh(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    bad = FakeReply.text('{"reasoning": "no answer key"}')
+    fake_server.on("answer", lambda _: bad)
+    keep = fake_config(fake_server, tmp_path, "cache.keep_failed_replies=true")
+    with pytest.raises(StructuredOutputError):
+        run(ask(ModelService(keep)))
+    with pytest.raises(StructuredOutputError):  # the same failure, from the cache: free
+        run(ask(ModelService(keep)))
+    assert len(fake_server.requests) == 2
+
+    fake_server.reset()
+    fake_server.on("answer", lambda _: FakeReply.json(ANSWER))  # the server is fixed
+    config = fake_config(fake_server, tmp_path)  # keep_failed_replies=false, the default
+    assert run(ask(ModelService(config)))[0].answer == "B"
+    assert len(fake_server.requests) == 1  # the stored failure was asked afresh, not repaired
+    assert run(ask(ModelService(config)))[0].answer == "B"
+    assert len(fake_server.requests) == 1  # and its good reply replaced it
+
+
 def test_usage_sums_and_costs(fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path) -> None:
     fake_server.script(
         "answer",
@@ -425,6 +473,46 @@ def test_api_key_never_reaches_traces_cache_or_logs(
     events = json.loads(trace_path.read_text())
     assert [e["kind"] for e in events] == ["model_call", "model_call"]
     assert events[1]["error"] and "500" in events[1]["error"]
+
+
+def test_a_server_error_that_echoes_the_key_is_redacted_from_the_message(
+    fake_server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key is in a variable named like no secret and shaped like no token: only its
+    configured value can find it."""
+    import traceback
+
+    key = "plain-credential-7f3a9c2e41b8d6"
+    monkeypatch.setenv("MY_LLM_CREDS", key)
+    fake_server.on(
+        "answer",
+        lambda _: FakeReply(content=f"Incorrect API key provided: {key}. Bearer {key}", status=400),
+    )
+    config = fake_config(fake_server, tmp_path, "models.default.api_key_env=MY_LLM_CREDS")
+    with pytest.raises(ModelRequestError) as info:
+        run(ask(ModelService(config)))
+    assert fake_server.requests[0].headers["authorization"] == f"Bearer {key}"  # really sent
+    message = str(info.value)
+    assert "Incorrect API key provided: [REDACTED]" in message and key not in message
+    assert info.value.__cause__ is None  # the SDK's exception, which holds the body, is dropped
+    printed = "".join(traceback.format_exception(info.value))
+    assert key not in printed
+
+
+@pytest.mark.parametrize(
+    "pasted",
+    [SECRET_KEY, "Ab3dE6gH9jK2mN5pQ8rS1tUv4w", "key with spaces"],
+    ids=["sk", "alnum", "words"],
+)
+def test_a_key_pasted_where_a_variable_name_belongs_is_refused_unrepeated(pasted: str) -> None:
+    from videotapestry.config import load_config
+    from videotapestry.errors import ConfigError
+
+    for key in ("models.default.api_key_env", "models.roles.answer.api_key_env"):
+        with pytest.raises(ConfigError, match="names the environment variable") as info:
+            load_config(overrides=[f"{key}={pasted}"])
+        assert pasted not in str(info.value) and key in str(info.value)
+    assert load_config(overrides=["models.default.api_key_env=DASHSCOPE_API_KEY"])
 
 
 def test_openai_base_url_env_is_honoured_and_config_wins(

@@ -471,13 +471,16 @@ def test_released_round_trips_export_and_native(tmp_path: Path, kitchen: VideoMe
     written = json.loads(subgraph_file(exported, 0).read_text())
     scale = next(n for n in written["nodes"] if n["node_id"] == "e2")
     assert scale["visual_grounding"]["distinctive_features"] == ["silver", "flat"]
-    again = import_memdreamer(exported)
+    # The export names the images where they are (outside it): kept only when asked for.
+    assert all(n.keyframe_path is None for n in import_memdreamer(exported).nodes(["Entity"]))
+    again = import_memdreamer(exported, outside_keyframes=True)
     assert again == kitchen
     assert again.node("slot0_e2").keyframe_path == kitchen.node("slot0_e2").keyframe_path
     assert again.embeddings is not None and kitchen.embeddings is not None
     assert again.embeddings.model_name == QWEN_8B
     np.testing.assert_allclose(again.embeddings.vectors, kitchen.embeddings.vectors, atol=1e-6)
-    assert import_memdreamer(export_memdreamer(again, tmp_path / "twice")) == kitchen
+    twice = export_memdreamer(again, tmp_path / "twice")
+    assert import_memdreamer(twice, outside_keyframes=True) == kitchen
 
     save_memory(kitchen, tmp_path / "native")
     loaded = load_memory(tmp_path / "native")
@@ -563,3 +566,52 @@ def test_keep_valid_embeddings_prefers_valid_then_configured(kitchen: VideoMemor
     dropped = keep_valid_embeddings(kitchen, [harbour_vectors])
     assert dropped.embeddings is None
     assert dropped.manifest is not None and dropped.manifest.embedding_model is None
+
+
+def test_paths_leaving_the_memory_directory_are_dropped_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``../`` and absolute keyframe paths, a keyframe link, an episode link and an
+    embeddings link that lead out: none is read, none reaches the memory."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "secret.jpg"
+    secret.write_bytes(b"\xff\xd8 not yours")
+    root = released_copy(tmp_path / "src")
+    path = released_subgraph(root, 0)
+    data = json.loads(path.read_text())
+    data["nodes"][0]["keyframe_path"] = "../../outside/secret.jpg"  # e1
+    data["nodes"][1]["keyframe_path"] = str(secret)  # e2, absolute
+    path.write_text(json.dumps(data))
+    linked = released_subgraph(root, 1).parent / "features" / "e1" / "best_frame.jpg"
+    linked.unlink()
+    linked.symlink_to(secret)
+    episode = root / "phase2_topdown" / "episode_0003"
+    shutil.move(episode, outside / "episode_0003")
+    episode.symlink_to(outside / "episode_0003")
+    shutil.move(root / "embeddings.json", outside / "embeddings.json")
+    (root / "embeddings.json").symlink_to(outside / "embeddings.json")
+
+    memory = import_memdreamer(root)
+    inside = root.resolve()
+    keyframes = [n.keyframe_path for n in memory.nodes(["Entity"]) if n.keyframe_path]
+    assert keyframes and all(Path(k).is_relative_to(inside) for k in keyframes)
+    # e1's named path is refused; its best_frame.jpg inside the memory is used instead.
+    episode0 = released_subgraph(root, 0).parent
+    assert memory.node("slot0_e1").keyframe_path == str(episode0 / "features/e1/best_frame.jpg")
+    assert memory.node("slot1_e1").keyframe_path is None  # its file is a link out
+    nodes = memory.nodes(["Entity", "Event", "OCRText"])
+    assert nodes and all(memory.macro_id_of(n.id) != "macro_0003" for n in nodes)
+    assert memory.embeddings is None
+    for what in ("'../../outside/secret.jpg'", repr(str(secret)), "episode_0003", "embeddings"):
+        assert what in caplog.text
+    assert "leads outside the memory directory" in caplog.text
+
+
+def test_a_graph_file_linked_from_outside_is_refused(tmp_path: Path) -> None:
+    root = released_copy(tmp_path)
+    graph = root / "phase4" / "hierarchical_graph_final.json"
+    graph.rename(tmp_path / "elsewhere.json")
+    graph.symlink_to(tmp_path / "elsewhere.json")
+    with pytest.raises(MemoryFormatError, match="leads outside the memory directory"):
+        import_memdreamer(root)

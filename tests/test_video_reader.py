@@ -31,6 +31,7 @@ from videotapestry.testing.media import (
     make_scenes,
     make_test_video,
     read_frame_index,
+    set_display_rotation,
 )
 from videotapestry.video import (
     DecordReader,
@@ -204,6 +205,19 @@ def test_probe_sees_an_audio_track(tmp_path: Path) -> None:
     assert probe(video.path).has_audio is True
     with open_video(video.path) as reader:  # the audio track does not disturb the frames
         assert_true_frames(reader.frames_at([0.0, 1.05, 1.95]), 10.0)
+
+
+@pytest.mark.parametrize("degrees", [90, 180, 270])
+def test_probe_records_the_rotation_a_player_applies(tmp_path: Path, degrees: int) -> None:
+    video = make_test_video(tmp_path / "phone.mp4", 2.0, fps=10, size=(128, 72))
+    assert probe(video.path).rotation_deg == 0
+    set_display_rotation(video.path, degrees)
+    info = probe(video.path)
+    assert info.rotation_deg == degrees
+    assert (info.width, info.height) == (128, 72)  # the frames as stored, read as stored
+    with open_video(video.path) as reader:
+        assert reader.info.rotation_deg == degrees
+        assert_true_frames(reader.frames_at([0.0, 1.05]), 10.0)
 
 
 # --------------------------------------------------------------------------- bad input

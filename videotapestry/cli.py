@@ -12,7 +12,8 @@ video with the offline model), ``eval-report`` and ``compare`` (run directories)
 A command module has ``add_parser(subparsers, add_config)``, which adds its parser (with the
 shared config options where it reads a config) and names its ``run`` as the parser's
 handler, and ``run(args) -> int``, the exit status. Errors of ours print one line and exit
-with status 2 instead of a traceback; that is handled here, once for every command.
+with status 2 instead of a traceback; that is handled here, once for every command, with
+the message scrubbed of secrets (``trace.scrub``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from videotapestry.commands import (
 )
 from videotapestry.commands.common import EXIT_ERROR, AddConfigOptions, add_config_options
 from videotapestry.errors import VideoTapestryError
+from videotapestry.trace import scrub
 
 
 class CommandModule(Protocol):
@@ -93,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = handler(args)
     except VideoTapestryError as exc:
-        print(f"videotapestry: error: {exc}", file=sys.stderr)
+        print(f"videotapestry: error: {scrub(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     return status
 

@@ -183,3 +183,21 @@ class SubtitleError(VideoTapestryError):
 class SampleVideoError(VideoTapestryError, ValueError):
     """The demo sample video cannot be generated as asked: a parameter the layout cannot
     honour, or speech assets that are missing or were made from other sentences."""
+
+
+class DiskFullError(VideoTapestryError, OSError):
+    """The file system of ``directory`` is full (or over quota): nothing more can be saved.
+
+    Every writer replaces files whole (``videotapestry.files``), so what was finished before
+    (checkpoints, run records, cache entries) is intact and a rerun resumes from it; the
+    message names the directory to free space in. An ``OSError`` too, so code that already
+    tolerates a failed write (a report that cannot be written) keeps doing so.
+    """
+
+    def __init__(self, directory: str, reason: str = "no space left on device") -> None:
+        super().__init__(
+            f"{reason} while writing in {directory}; free some space there (or choose "
+            "another directory) and run the same command again: everything finished so far "
+            "is kept and will not be redone"
+        )
+        self.directory = directory

@@ -4,10 +4,15 @@ Memories, checkpoints, caches, traces and run files are read back by later runs,
 a crash or a kill. A reader must never see half a file, so every writer here goes through
 ``replacing``: the data lands in a temporary file beside the target (same file system, so
 ``os.replace`` is atomic), is flushed to disk, and only then takes the target's name.
+
+A full disk (or quota) while writing raises ``DiskFullError`` naming the directory, not a bare
+``OSError`` from deep inside a stage; the target keeps its old contents, so checkpoints and
+records written before stay usable for a resume.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -16,21 +21,40 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from videotapestry.errors import DiskFullError
+
+#: What a full file system or an exhausted quota raises.
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+@contextmanager
+def disk_full_named(directory: str | Path) -> Iterator[None]:
+    """Turn a full-disk ``OSError`` in the block into ``DiskFullError`` naming ``directory``."""
+    try:
+        yield
+    except DiskFullError:
+        raise
+    except OSError as exc:
+        if exc.errno not in _FULL:
+            raise
+        raise DiskFullError(str(directory), exc.strerror or "no space left on device") from None
+
 
 @contextmanager
 def replacing(path: str | Path) -> Iterator[Path]:
     """A temporary path beside ``path`` to write to; it replaces ``path`` when the block
     ends without an error and is removed otherwise. Parent directories are created."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(descriptor)
-    temporary = Path(name)
-    try:
-        yield temporary
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    with disk_full_named(path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(descriptor)
+        temporary = Path(name)
+        try:
+            yield temporary
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
 
 
 def write_atomic(path: str | Path, data: bytes | str) -> None:

@@ -28,7 +28,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from videotapestry.errors import DiskFullError
 from videotapestry.files import json_text, write_atomic
+
+#: SQLite's result code for a full disk (``SQLITE_FULL``).
+_SQLITE_FULL = 13
 
 V = TypeVar("V")
 
@@ -118,12 +122,18 @@ class SqliteStore(KeyValueStore[dict[str, Any]]):
     def put(self, key: str, value: dict[str, Any]) -> None:
         columns = ["key", *value]
         with self._lock:
-            self._conn.execute(
-                f"INSERT OR REPLACE INTO {self.table} ({', '.join(columns)}) "
-                f"VALUES ({', '.join('?' * len(columns))})",
-                (key, *value.values()),
-            )
-            self._conn.commit()
+            try:
+                self._conn.execute(
+                    f"INSERT OR REPLACE INTO {self.table} ({', '.join(columns)}) "
+                    f"VALUES ({', '.join('?' * len(columns))})",
+                    (key, *value.values()),
+                )
+                self._conn.commit()
+            except sqlite3.OperationalError as exc:
+                if getattr(exc, "sqlite_errorcode", None) != _SQLITE_FULL:
+                    raise
+                self._conn.rollback()  # the entry is not stored; the ones before stand
+                raise DiskFullError(str(self.path.parent)) from None
 
     def all_keys(self) -> list[str]:
         with self._lock:

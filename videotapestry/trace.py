@@ -56,6 +56,19 @@ def secrets_from_env(variable_names: Iterable[str]) -> list[str]:
     return [value for name in set(variable_names) if (value := os.environ.get(name))]
 
 
+#: Environment variables whose values are taken for secrets where no config is at hand.
+_SECRET_NAME = re.compile(r"(?i)(?:key|token|secret|password)$")
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` fit to print or store: ``secrets``, the value of every environment variable
+    named like a secret (``*_API_KEY``, ``*_TOKEN``, ...) and anything shaped like a bearer
+    token or an ``sk-`` key replaced. For messages that leave the process (stderr, run
+    records, build reports), which may quote a server's error body that echoes the key."""
+    named = [v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8]
+    return redact(text, [*secrets, *named])
+
+
 class Trace:
     """The events of one question, in the order they finished; shared by concurrent calls."""
 

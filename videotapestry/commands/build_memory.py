@@ -25,6 +25,7 @@ from videotapestry.commands.common import (
 )
 from videotapestry.errors import VideoTapestryError
 from videotapestry.executors.base import BuildJob, BuildOutcome
+from videotapestry.trace import scrub
 
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".avi", ".mov", ".webm", ".m4v", ".mpg", ".mpeg", ".ts")
 EXIT_PARTIAL = 3
@@ -164,7 +165,8 @@ def _build_all(args: argparse.Namespace, jobs: list[BuildJob], overrides: list[s
         if outcome.error is not None:
             if len(jobs) == 1:
                 return  # raised below, as the one build's error
-            print(f"videotapestry: error: {outcome.job.video}: {outcome.error}", file=sys.stderr)
+            error = scrub(outcome.error)
+            print(f"videotapestry: error: {outcome.job.video}: {error}", file=sys.stderr)
             failed = True
             return
         assert outcome.report is not None

@@ -210,6 +210,8 @@ def _questions(args: argparse.Namespace) -> list[EvalQuestion]:
         if args.limit < 0:
             raise ConfigError(f"--limit must not be negative, got {args.limit}")
         questions = questions[: args.limit]
+    if not questions:  # an empty run would exit 0 having answered nothing
+        raise ConfigError(f"--limit {args.limit} selects no question; nothing to run")
     return questions
 
 

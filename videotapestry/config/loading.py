@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -170,7 +171,24 @@ def _reject_secrets(data: Any, path: tuple[str, ...]) -> None:
                     f"config key {where!r}: secrets are read only from environment variables; "
                     "remove it and set 'api_key_env' to the name of the variable that holds it"
                 )
+            if key == "api_key_env" and isinstance(value, str) and not _variable_name(value):
+                where = ".".join((*path, str(key)))
+                # The value is never repeated: it is most likely the key itself.
+                raise ConfigError(
+                    f"config key {where!r} names the environment variable that holds the API "
+                    "key (like OPENAI_API_KEY), and what is there is not a variable name; if it "
+                    "is the key, export it in a variable and name that variable here"
+                )
             _reject_secrets(value, (*path, str(key)))
+
+
+def _variable_name(text: str) -> bool:
+    """An environment variable name, and not a key pasted in its place (a long run of
+    letters and digits with no underscore, which real variable names have)."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
+        return False
+    looks_random = len(text) >= 24 and "_" not in text and not text.isalpha()
+    return not looks_random
 
 
 def _describe_validation_error(exc: ValidationError) -> str:

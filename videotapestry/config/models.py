@@ -140,6 +140,12 @@ class CacheConfig(StrictModel):
     path: str | None = Field(
         None, description="SQLite file; null uses $XDG_CACHE_HOME/videotapestry/responses.sqlite"
     )
+    keep_failed_replies: bool = Field(
+        False,
+        description="false: store a JSON reply only once it parsed and validated (a rerun asks "
+        "again what failed, and a failed reply found in the cache is asked afresh); true: "
+        "store every non-empty reply on arrival, failures included",
+    )
 
     def resolved_path(self) -> Path:
         """The cache file: ``path`` when set, else one in the user's cache directory."""

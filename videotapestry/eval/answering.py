@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from videotapestry.errors import ModelCallError, VideoTapestryError
+from videotapestry.errors import DiskFullError, ModelCallError, VideoTapestryError
 from videotapestry.eval.questions import EvalQuestion
 from videotapestry.llm.usage import spent_usage
 from videotapestry.result import Exploration, Result, load_exploration
+from videotapestry.trace import scrub
 from videotapestry.variants import FULL, exploration_source, variant_named
 
 if TYPE_CHECKING:
@@ -65,15 +66,16 @@ class Failure:
     def of(cls, exc: BaseException) -> Failure:
         ours = isinstance(exc, VideoTapestryError)
         spent = spent_usage(exc)
+        # Records and errors.log are kept and shared: no secret a message quotes goes in.
         return cls(
             error_type=type(exc).__name__,
-            message=str(exc) if ours else f"{type(exc).__name__}: {exc}",
+            message=scrub(str(exc) if ours else f"{type(exc).__name__}: {exc}"),
             ours=ours,
             fatal=isinstance(exc, ModelCallError) and not exc.recoverable,
             stopped=isinstance(exc, RunStoppedError),
             traceback=None
             if ours
-            else "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+            else scrub("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))),
             usage=spent.to_dict() if spent is not None and spent.calls else None,
         )
 
@@ -202,6 +204,8 @@ class LocalAnswerer:
                 subtitle_offset_s=question.subtitle_offset_s,
                 keep_images=False,
             )
+        except DiskFullError:
+            raise  # not the question's failure: nothing more can be saved (the run stops)
         except Exception as exc:  # one question's failure never loses the others
             return VariantOutcome(
                 variant, failure=Failure.of(exc), elapsed_s=time.perf_counter() - started
@@ -221,6 +225,8 @@ class LocalAnswerer:
                 else source
             )
             result = await self.base.areanswer(exploration, variant, memory=prepared.memory)
+        except DiskFullError:
+            raise
         except Exception as exc:
             return VariantOutcome(
                 variant,

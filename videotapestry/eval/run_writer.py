@@ -8,7 +8,9 @@ flight, the response cache) are left out of the identity, so a rerun may raise a
 
 Records are appended with one ``write`` per line, then ``fsync``, under a lock: a kill can
 only cut the last line, which the reader (``results.py``) skips and ``mend_torn_tail``
-removes before the next append. The reading side lives in ``results.py``.
+removes before the next append. The reading side lives in ``results.py``. An opened
+directory holds ``run_lock.RunLock`` until it is closed, so a second eval of the same
+directory is refused before it reads what is left to ask.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from videotapestry.config import MODEL_ROLES, Config
 from videotapestry.errors import VideoTapestryError
 from videotapestry.eval.records import ResultRecord
+from videotapestry.eval.run_lock import LOCK_FILE, RunLock
 from videotapestry.eval.run_reader import (
     RESULTS_FILE,
     RUN_FILE,
@@ -37,7 +40,7 @@ from videotapestry.eval.run_reader import (
     mend_torn_tail,
     read_run_info,
 )
-from videotapestry.files import write_json_atomic
+from videotapestry.files import disk_full_named, write_json_atomic
 from videotapestry.prompts import TEMPLATE_SUFFIX, PromptRegistry, short_hash
 
 #: Dotted config keys (fnmatch patterns, after ``identity_items`` flattens the config) that
@@ -215,6 +218,19 @@ def trace_name(question_id: str) -> str:
     return f"{safe}.json"
 
 
+def _refuse_foreign(path: Path) -> None:
+    """Refuse a directory without ``run.json`` that holds anything a run did not write."""
+    if any(p.name not in (TRACES_DIR, LOCK_FILE) for p in path.iterdir()):
+        if (path / RESULTS_FILE).exists():
+            raise RunDirectoryError(
+                f"{path} has {RESULTS_FILE} but no {RUN_FILE}; it cannot be checked, so "
+                "it cannot be resumed: choose a new --out directory"
+            )
+        raise RunDirectoryError(
+            f"--out {path} is not empty and is not a run directory; choose a new or empty one"
+        )
+
+
 class ResultsWriter:
     """Appends records to ``results.jsonl``: one ``write`` per line, then ``fsync``.
 
@@ -232,10 +248,11 @@ class ResultsWriter:
         with self._lock:
             if self._fd is None:
                 raise RunDirectoryError(f"{self.path} is closed")
-            while data:
-                written = os.write(self._fd, data)
-                data = data[written:]
-            os.fsync(self._fd)
+            with disk_full_named(self.path.parent):  # a line cut short is mended on reopen
+                while data:
+                    written = os.write(self._fd, data)
+                    data = data[written:]
+                os.fsync(self._fd)
 
     def close(self) -> None:
         with self._lock:
@@ -247,9 +264,10 @@ class ResultsWriter:
 class RunDirectory:
     """An opened run directory: its checked identity, its traces and its results writer."""
 
-    def __init__(self, path: Path, info: RunInfo, *, torn_bytes: int = 0) -> None:
+    def __init__(self, path: Path, info: RunInfo, *, lock: RunLock, torn_bytes: int = 0) -> None:
         self.path = path
         self.info = info
+        self.lock = lock
         #: Bytes of a torn last line (an interrupted write) cut off when the run was opened.
         self.torn_bytes = torn_bytes
         self.writer = ResultsWriter(path / RESULTS_FILE)
@@ -261,11 +279,29 @@ class RunDirectory:
         A directory made with another config, prompt set or benchmark is refused with the
         differences named, unless ``force``: then its records are kept (finished questions
         are not asked again) and ``run.json`` takes the new identity, the old one listed
-        under ``amended`` so reports can say the run mixes two methods.
+        under ``amended`` so reports can say the run mixes two methods. A directory another
+        process holds open is refused (``RunLockedError``).
         """
         path = Path(path).expanduser()
         if path.exists() and not path.is_dir():
             raise RunDirectoryError(f"--out {path} is a file, not a run directory")
+        if path.is_dir() and not (path / RUN_FILE).exists():
+            _refuse_foreign(path)  # before the lock, which would leave its file in it
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunDirectoryError(f"cannot create {path}: {exc.strerror or exc}") from None
+        # Locked before anything is read, so what the identity check sees is not being
+        # written by another eval.
+        lock = RunLock(path)
+        try:
+            return cls._opened(path, info, force=force, lock=lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _opened(cls, path: Path, info: RunInfo, *, force: bool, lock: RunLock) -> RunDirectory:
         if (path / RUN_FILE).exists():
             stored = read_run_info(path)
             differences = identity_differences(stored, info)
@@ -293,24 +329,16 @@ class RunDirectory:
             )
             if amended:
                 info = RunInfo.model_validate({**info.model_dump(), "amended": amended})
-        elif path.is_dir() and any(p.name != TRACES_DIR for p in path.iterdir()):
-            if (path / RESULTS_FILE).exists():
-                raise RunDirectoryError(
-                    f"{path} has {RESULTS_FILE} but no {RUN_FILE}; it cannot be checked, so "
-                    "it cannot be resumed: choose a new --out directory"
-                )
-            raise RunDirectoryError(
-                f"--out {path} is not empty and is not a run directory; choose a new or empty one"
-            )
         try:
             (path / TRACES_DIR).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunDirectoryError(f"cannot create {path}: {exc.strerror or exc}") from None
         write_json_atomic(path / RUN_FILE, info.model_dump(mode="json"))
-        return cls(path, info, torn_bytes=mend_torn_tail(path))
+        return cls(path, info, lock=lock, torn_bytes=mend_torn_tail(path))
 
     def trace_relpath(self, variant: str, question_id: str) -> str:
         return f"{TRACES_DIR}/{variant}/{trace_name(question_id)}"
 
     def close(self) -> None:
         self.writer.close()
+        self.lock.release()

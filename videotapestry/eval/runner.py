@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING
 
 from videotapestry.agents.state import Citation
 from videotapestry.config import BUILDER_ROLES, JUDGE_ROLE
-from videotapestry.errors import ConfigError, VideoTapestryError
+from videotapestry.errors import ConfigError, DiskFullError, VideoTapestryError
 from videotapestry.eval.answering import (
     Answerer,
     Failure,
@@ -78,6 +78,7 @@ from videotapestry.eval.questions import EvalQuestion
 from videotapestry.eval.records import Judgement, RecordUsage, ResultRecord
 from videotapestry.eval.run_reader import Key, latest, read_records
 from videotapestry.eval.run_writer import RunDirectory
+from videotapestry.files import disk_full_named
 from videotapestry.memory import is_memdreamer_memory, is_native_memory
 from videotapestry.result import Result
 from videotapestry.time_spans import Span, checked, union
@@ -331,6 +332,8 @@ class EvalRunner:
                 for variant in variants:
                     await self._skip(question, variant)
                 return
+            except DiskFullError:
+                raise  # every later write would fail too: the run stops, its records kept
             except Exception as exc:
                 for variant in variants:
                     await self._fail(question, variant, Failure.of(exc), 0.0)
@@ -431,6 +434,8 @@ class EvalRunner:
             except BuildStoppedError as exc:
                 self._halt(f"building the memory of {video} stopped: {exc}")
                 raise MemoryBuildError(f"building the memory of {video} stopped: {exc}") from None
+            except DiskFullError:
+                raise
             except VideoTapestryError as exc:
                 raise MemoryBuildError(f"could not build the memory of {video}: {exc}") from None
 
@@ -545,7 +550,10 @@ class EvalRunner:
 
     def _log_error(self, question: EvalQuestion, variant: str, text: str) -> None:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        with open(self.run_dir.path / ERRORS_LOG, "a", encoding="utf-8") as handle:
+        with (
+            disk_full_named(self.run_dir.path),
+            open(self.run_dir.path / ERRORS_LOG, "a", encoding="utf-8") as handle,
+        ):
             handle.write(f"== {stamp} {variant} {question.id}\n{text}\n")
 
     # -- stopping --------------------------------------------------------------------------

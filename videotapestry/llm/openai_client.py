@@ -6,7 +6,10 @@ and the ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` environment conventions. This c
 what the SDK does not: negotiating the JSON output mode with servers that lack
 ``json_schema`` (or ``json_object``) support, role/prompt/level headers for proxies and the
 test server,
-and translation of SDK exceptions into our typed errors.
+and translation of SDK exceptions into our typed errors. A server's error body may echo the
+key ("Incorrect API key provided: sk-…"), so every message of those errors is scrubbed of
+the key and of anything shaped like one, and the SDK exception (which holds the body) is not
+chained onto them, so no traceback can print it either.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from videotapestry.errors import (
 )
 from videotapestry.llm.monitor import monitored_http_client
 from videotapestry.llm.types import Message, ModelRequest, ModelResponse, TokenUsage
+from videotapestry.trace import scrub
 
 #: The order in which ``json_mode: auto`` tries output modes; the last always works.
 JSON_MODES = ("json_schema", "json_object", "prompt")
@@ -54,6 +58,7 @@ class OpenAICompatibleClient:
             api_key=api_key,
             http_client=monitored_http_client(openai.DefaultAsyncHttpxClient),
         )
+        self._api_key = api_key
         self.endpoint = str(self._client.base_url).rstrip("/")
         self._rejected_modes: set[str] = set()
 
@@ -108,9 +113,9 @@ class OpenAICompatibleClient:
                 if index + 1 < len(modes) and _rejects_response_format(exc):
                     self._rejected_modes.add(mode)
                     continue
-                raise self._typed_error(exc, request) from exc
+                raise self._scrubbed(self._typed_error(exc, request)) from None
             except openai.OpenAIError as exc:
-                raise self._typed_error(exc, request) from exc
+                raise self._scrubbed(self._typed_error(exc, request)) from None
             return self._response(completion, request, mode)
         raise AssertionError("unreachable: the prompt-only mode is always tried last")
 
@@ -141,6 +146,11 @@ class OpenAICompatibleClient:
             finish_reason=choices[0].finish_reason,
             json_mode=mode,
         )
+
+    def _scrubbed(self, error: ModelCallError) -> ModelCallError:
+        """``error`` with its message cleared of this endpoint's key and key-shaped text."""
+        error.args = (scrub(str(error), [self._api_key]),)
+        return error
 
     def _typed_error(self, exc: openai.OpenAIError, request: ModelRequest) -> ModelCallError:
         settings = request.settings

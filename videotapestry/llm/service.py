@@ -8,6 +8,14 @@ Call order for every request: image cap → cache lookup (a hit makes no HTTP re
 per-endpoint semaphore → client (with the SDK's retries and timeout) → cache store → usage
 record → trace event. ``complete_json`` adds parsing, validation and one repair retry, then
 raises ``StructuredOutputError`` for the caller's documented fallback.
+
+The cache rule: a cache holds good replies only. A text reply is good when it is not empty;
+a JSON reply when it parsed and validated, so it is stored after validation, never on
+arrival, and a reply that failed (the one a repair retry was needed for, or the one a
+fallback replaced) is asked again by a rerun. A reply found in the cache that does not
+validate (stored under another rule) is asked afresh. ``cache.keep_failed_replies: true``
+stores every non-empty reply on arrival instead, so a model that fails the same way each
+time costs nothing on a rerun.
 """
 
 from __future__ import annotations
@@ -176,7 +184,17 @@ class ModelService:
             )
         return client, limit
 
-    async def _send(self, request: ModelRequest, progress: Report | None = None) -> ModelResponse:
+    async def _send(
+        self,
+        request: ModelRequest,
+        progress: Report | None = None,
+        *,
+        checked: bool = False,
+        fresh: bool = False,
+    ) -> ModelResponse:
+        """The reply to ``request``. ``checked`` replies are stored by ``remember`` once the
+        caller has validated them (unless ``cache.keep_failed_replies``); ``fresh`` skips the
+        cache lookup."""
         cap = self.config.images.max_per_call
         if request.image_count > cap:
             raise ImageLimitError(
@@ -186,7 +204,7 @@ class ModelService:
             )
         client, limit = self._client(request)
         key = request_key(request, client.endpoint) if self.cache is not None else None
-        if key is not None and self.cache is not None:
+        if key is not None and self.cache is not None and not fresh:
             cached = await asyncio.to_thread(self.cache.get, key)
             if cached is not None:
                 return cached
@@ -194,9 +212,18 @@ class ModelService:
             started = time.perf_counter()
             response = await self._watched(client, request, progress)
             response.latency_s = time.perf_counter() - started
-        if key is not None and self.cache is not None and response.text.strip():
-            await asyncio.to_thread(self.cache.put, key, request, response)
+        if not checked or self.config.cache.keep_failed_replies:
+            await self.remember(request, response)
         return response
+
+    async def remember(self, request: ModelRequest, response: ModelResponse) -> None:
+        """Store a good reply (non-empty, not itself from the cache) for the next run."""
+        if self.cache is None or response.cached or not response.text.strip():
+            return
+        client, _ = self._client(request)
+        await asyncio.to_thread(
+            self.cache.put, request_key(request, client.endpoint), request, response
+        )
 
     async def _watched(
         self, client: ModelClient, request: ModelRequest, progress: Report | None
@@ -290,12 +317,20 @@ class ModelSession:
         return await self.send_json(request, output_model)
 
     async def send_json(self, request: ModelRequest, output_model: type[T]) -> T:
-        """Send, parse and validate; one repair retry; then ``StructuredOutputError``."""
-        response, event = await self._send_traced(request)
+        """Send, parse and validate; one repair retry; then ``StructuredOutputError``.
+        A reply is cached only once it validated (the module's cache rule)."""
+        response, event = await self._send_traced(request, checked=True)
         try:
-            return _parsed_into(event, response.text, output_model)
+            return await self._validated(request, response, event, output_model)
         except OutputParseError as first:
             problem = str(first)
+        if response.cached and not self.service.config.cache.keep_failed_replies:
+            # A failed reply stored under another rule: ask the model again before repairing.
+            response, event = await self._send_traced(request, checked=True, fresh=True)
+            try:
+                return await self._validated(request, response, event, output_model)
+            except OutputParseError as again:
+                problem = str(again)
         repair = request.with_messages(
             (
                 *request.messages,
@@ -304,9 +339,9 @@ class ModelSession:
             )
         )
         self.trace.note("repair_retry", role=request.role, problem=problem)
-        second, event = await self._send_traced(repair)
+        second, event = await self._send_traced(repair, checked=True)
         try:
-            return _parsed_into(event, second.text, output_model)
+            return await self._validated(repair, second, event, output_model)
         except OutputParseError as exc:
             raise StructuredOutputError(
                 f"{request.role} reply is not valid {output_model.__name__} JSON after one "
@@ -315,6 +350,13 @@ class ModelSession:
                 validation_error=str(exc),
                 role=request.role,
             ) from None
+
+    async def _validated(
+        self, request: ModelRequest, response: ModelResponse, event: TraceEvent, model: type[T]
+    ) -> T:
+        parsed = _parsed_into(event, response.text, model)
+        await self.service.remember(request, response)
+        return parsed
 
     def _report(self, event: dict[str, Any]) -> None:
         if self.progress is not None:
@@ -327,10 +369,12 @@ class ModelSession:
         response, _ = await self._send_traced(request)
         return response
 
-    async def _send_traced(self, request: ModelRequest) -> tuple[ModelResponse, TraceEvent]:
+    async def _send_traced(
+        self, request: ModelRequest, *, checked: bool = False, fresh: bool = False
+    ) -> tuple[ModelResponse, TraceEvent]:
         started = time.time()
         try:
-            response = await self.service._send(request, self._report)
+            response = await self.service._send(request, self._report, checked=checked, fresh=fresh)
         except ModelCallError as exc:
             self._account(request, None, started, error=exc)
             raise

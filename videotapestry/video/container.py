@@ -41,6 +41,10 @@ class VideoInfo:
     height: int
     has_audio: bool
     fingerprint: str
+    #: Degrees clockwise a player turns the frames to show them upright (0, 90, 180, 270),
+    #: from the container's display matrix. Frames are read as stored, so a non-zero value
+    #: is reported (a build's degradation) rather than silently looked at sideways.
+    rotation_deg: int = 0
 
 
 def fingerprint(path: str | Path) -> str:
@@ -92,6 +96,7 @@ def probe(path: str | Path) -> VideoInfo:
             count = round(duration * fps)
         width, height = stream.codec_context.width, stream.codec_context.height
         has_audio = bool(container.streams.audio)
+        rotation = _display_rotation(container, stream)
     if fps <= 0 or count <= 0 or width <= 0 or height <= 0:
         raise NoDecodableFramesError(
             f"{file} has a video stream but no decodable frames "
@@ -107,7 +112,25 @@ def probe(path: str | Path) -> VideoInfo:
         height=height,
         has_audio=has_audio,
         fingerprint=fingerprint(file),
+        rotation_deg=rotation,
     )
+
+
+def _display_rotation(container: Any, stream: Any) -> int:
+    """The clockwise turn the display matrix asks for, from the first frame's side data (the
+    only place PyAV exposes it), or an older muxer's ``rotate`` tag; 0 when neither says."""
+    import av
+
+    tag = stream.metadata.get("rotate")
+    if tag is not None and tag.lstrip("-").isdigit():
+        return int(tag) % 360
+    try:
+        frame = next(container.decode(stream), None)
+    except (av.error.FFmpegError, ValueError):
+        return 0
+    # PyAV gives FFmpeg's counter-clockwise angle: -90 is shown turned 90° clockwise.
+    angle = -round(float(getattr(frame, "rotation", 0) or 0) / 90) * 90
+    return angle % 360
 
 
 def index_at(t: float, fps: float, frame_count: int) -> int:

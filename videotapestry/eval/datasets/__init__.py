@@ -2,7 +2,9 @@
 
 A loader takes the annotation file or the directory holding it and returns normalized
 ``EvalQuestion`` records; it never needs the videos, so ``eval --list`` works before a
-single video is downloaded. Malformed files raise ``DatasetError`` naming file and row.
+single video is downloaded. Malformed files raise ``DatasetError`` naming file and row, and
+so does a file that holds no question (empty, or none in the ``--duration`` asked for): a
+run of nothing would otherwise finish with status 0 and an empty table.
 """
 
 from __future__ import annotations
@@ -48,7 +50,12 @@ def load_benchmark(
     path = Path(annotations).expanduser()
     if not path.exists():
         raise DatasetError(f"annotations not found: {path}")
-    return table[name](path, options or LoadOptions())
+    options = options or LoadOptions()
+    questions = table[name](path, options)
+    if not questions:
+        within = f" with --duration {options.duration}" if options.duration else ""
+        raise DatasetError(f"{path} holds no {name} questions{within}; nothing to run")
+    return questions
 
 
 __all__ = [

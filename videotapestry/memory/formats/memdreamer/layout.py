@@ -14,6 +14,12 @@ Reading accepts every mix of them seen in the wild (a non-final ``hierarchical_g
 when the final one is missing, flat or nested episode folders, either phase folder name);
 writing picks one variant, a ``MemDreamerLayout``. Nothing here opens a file's content: this
 module only says where things are.
+
+Only what lies inside the memory's directory is found: a memory is often downloaded or
+shared, and a symlink in it (or a ``keyframe_path`` naming ``../`` or an absolute path) must
+not make an import read, or a later step copy, a file from elsewhere on the machine. A
+graph or phase2 folder that leaves the directory is an error; an episode, the optional
+documents and a keyframe that leave it are dropped with a warning.
 """
 
 from __future__ import annotations
@@ -104,6 +110,19 @@ class MemDreamerFiles:
     embeddings_file: Path | None
 
 
+def inside(root: Path, path: Path) -> bool:
+    """Whether ``path`` (links followed, ``..`` resolved) lies within ``root``."""
+    return path.resolve().is_relative_to(root.resolve())
+
+
+def _outside(root: Path, path: Path | None, what: str) -> bool:
+    """Warn about (and say so) a ``path`` that leaves ``root``; None is not outside."""
+    if path is None or inside(root, path):
+        return False
+    logger.warning("%s: %s %s leads outside the memory directory; not read", root, what, path)
+    return True
+
+
 def _graph_files(root: Path) -> list[Path]:
     """Existing graph files, best first: a final one in either phase-3 folder before a draft."""
     return [
@@ -131,6 +150,12 @@ def find_memdreamer_files(source: str | Path) -> MemDreamerFiles:
             f"{GRAPH_NAMES[1]}) exists"
         )
     graph_file = graphs[0]
+    for needed in (graph_file, *(root / name for name in PHASE2_DIRS if (root / name).exists())):
+        if not inside(root, needed):
+            raise MemoryFormatError(
+                f"{needed} is a link that leads outside the memory directory {root}; "
+                "an import reads nothing outside it"
+            )
     if len(graphs) > 1 and graphs[1].name == graph_file.name:
         logger.warning("%s and %s both exist; reading %s", graph_file, graphs[1], graph_file)
     folders = [root / name for name in PHASE2_DIRS if (root / name).is_dir()]
@@ -148,13 +173,16 @@ def find_memdreamer_files(source: str | Path) -> MemDreamerFiles:
         d / UNIFICATION_NAME for d in (graph_file.parent, *(root / n for n in PHASE3_DIRS))
     ]
     unification = next((f for f in unifications if f.is_file()), None)
+    if _outside(root, unification, "the unification file"):
+        unification = None
     embeddings = root / EMBEDDINGS_FILE
+    found = embeddings.is_file() and not _outside(root, embeddings, "the embeddings file")
     return MemDreamerFiles(
         root=root,
         graph_file=graph_file,
         phase2=(with_episodes or folders)[0],
         unification_file=unification,
-        embeddings_file=embeddings if embeddings.is_file() else None,
+        embeddings_file=embeddings if found else None,
     )
 
 
@@ -170,15 +198,22 @@ def memdreamer_videos(root: str | Path) -> dict[str, Path]:
     return {
         child.name: child
         for child in sorted(root.iterdir())
-        if child.is_dir() and any((child / marker).exists() for marker in _MARKERS)
+        if child.is_dir()
+        and any((child / marker).exists() for marker in _MARKERS)
+        and not _outside(root, child, "the video folder")
     }
 
 
-def subgraph_files(phase2: Path) -> list[tuple[Path, Path]]:
-    """(episode folder, its subgraph file) for every episode, flat or nested one level."""
+def subgraph_files(phase2: Path, root: Path) -> list[tuple[Path, Path]]:
+    """(episode folder, its subgraph file) for every episode, flat or nested one level, that
+    lies inside ``root``."""
     files = []
     for episode in sorted(p for p in phase2.glob("episode_*") if p.is_dir()):
         flat, nested = episode / SUBGRAPH_FILE, episode / episode.name / SUBGRAPH_FILE
+        if _outside(root, episode, "the episode") or _outside(
+            root, flat if flat.is_file() else nested, "the subgraph"
+        ):
+            continue
         if flat.is_file():
             files.append((episode, flat))
         elif nested.is_file():
@@ -188,8 +223,9 @@ def subgraph_files(phase2: Path) -> list[tuple[Path, Path]]:
     return files
 
 
-def keyframe_on_disk(episode: Path, local_ids: tuple[str, ...]) -> Path | None:
-    """An Entity's ``best_frame.jpg`` in its episode, under any of its local ids.
+def keyframe_on_disk(episode: Path, local_ids: tuple[str, ...], root: Path) -> Path | None:
+    """An Entity's ``best_frame.jpg`` in its episode, under any of its local ids, inside
+    ``root``.
 
     The release keeps it in ``episode_X/episode_X/features/<local_id>/``; a flat
     ``episode_X/features/`` is looked in too.
@@ -197,6 +233,6 @@ def keyframe_on_disk(episode: Path, local_ids: tuple[str, ...]) -> Path | None:
     for folder in (episode / episode.name, episode):
         for local in local_ids:
             candidate = folder / FEATURES_DIR / local / KEYFRAME_FILE
-            if candidate.is_file():
+            if candidate.is_file() and not _outside(root, candidate, "the keyframe"):
                 return candidate
     return None

@@ -29,6 +29,7 @@ from videotapestry.memory.formats.memdreamer.fields import DEFAULT_ENTITY_SPAN_S
 from videotapestry.memory.formats.memdreamer.hierarchy import read_hierarchy, slot_index
 from videotapestry.memory.formats.memdreamer.layout import (
     find_memdreamer_files,
+    inside,
     keyframe_on_disk,
     subgraph_files,
 )
@@ -56,8 +57,14 @@ def import_memdreamer(
     entity_span_s: float = DEFAULT_ENTITY_SPAN_S,
     video_fingerprint: str | None = None,
     embedding_model: str | None = None,
+    outside_keyframes: bool = False,
 ) -> VideoMemory:
     """Read one video's MemDreamer memory directory into a validated ``VideoMemory``.
+
+    A ``keyframe_path`` that leads outside the directory is dropped with a warning, unless
+    ``outside_keyframes``: for a memory this machine exported itself (``export_memdreamer``
+    records where the images already are instead of copying them), whose paths are kept as
+    they are (still never read here).
 
     ``video_fingerprint`` (of the video the memory was built from) goes into the manifest so
     later loads can refuse a different video; MemDreamer itself does not record one.
@@ -71,9 +78,14 @@ def import_memdreamer(
     relations = list(hierarchy.relations)
     slots = slot_index(hierarchy.macro_events, files.graph_file)
     subgraph_nodes = []
-    for episode, subgraph_file in subgraph_files(files.phase2):
+    for episode, subgraph_file in subgraph_files(files.phase2, files.root):
         nodes, edges = _read_subgraph(
-            subgraph_file, episode, slots, entity_span_s, keyframes_root=files.root
+            subgraph_file,
+            episode,
+            slots,
+            entity_span_s,
+            keyframes_root=files.root,
+            outside_keyframes=outside_keyframes,
         )
         subgraph_nodes.extend(nodes)
         relations.extend(edges)
@@ -116,6 +128,7 @@ def _read_subgraph(
     entity_span_s: float,
     *,
     keyframes_root: Path,
+    outside_keyframes: bool = False,
 ) -> tuple[list[EntityNode | EventNode | OCRTextNode], list[Relation]]:
     data = read_json(path)
     if not isinstance(data, dict):
@@ -154,7 +167,9 @@ def _read_subgraph(
         seen.add(node_id)
         if node_type == "Entity":
             local_ids = tuple(dict.fromkeys((local, fields.local_node_id(slot, node_id))))
-            keyframe = _keyframe(item, local_ids, episode, keyframes_root)
+            keyframe = _keyframe(
+                item, local_ids, episode, keyframes_root, outside=outside_keyframes
+            )
             nodes.append(
                 fields.entity_node(
                     item, node_id, context, where, span_s=entity_span_s, keyframe=keyframe
@@ -198,16 +213,33 @@ def _subgraph_edges(data: dict[str, Any], context: SlotContext, seen: set[str]) 
 
 
 def _keyframe(
-    item: dict[str, Any], local_ids: tuple[str, ...], episode: Path, root: Path
+    item: dict[str, Any],
+    local_ids: tuple[str, ...],
+    episode: Path,
+    root: Path,
+    *,
+    outside: bool = False,
 ) -> str | None:
     """An Entity's keyframe: a path the JSON names (our export), else best_frame.jpg on disk.
 
-    Paths are absolute, so a native memory made from this import still finds the images.
+    Paths are absolute, so a native memory made from this import still finds the images. A
+    named path that leads outside ``root`` (``../``, an absolute path elsewhere, a link out)
+    is dropped with a warning, so nothing outside the memory is ever read or copied for it.
     """
     given = item.get("keyframe_path")
     if isinstance(given, str) and given:
-        return str(root.resolve() / given) if not Path(given).is_absolute() else given
-    found = keyframe_on_disk(episode, local_ids)
+        named = root / given  # an absolute ``given`` replaces root
+        if outside:  # kept as our own export wrote it
+            return given if Path(given).is_absolute() else str(root.resolve() / given)
+        if inside(root, named):
+            return str(named.resolve())
+        logger.warning(
+            "%s: keyframe_path %r of %s leads outside the memory directory; dropped",
+            episode,
+            given,
+            "/".join(local_ids),
+        )
+    found = keyframe_on_disk(episode, local_ids, root)
     return str(found.resolve()) if found is not None else None
 
 
