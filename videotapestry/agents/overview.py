@@ -222,9 +222,10 @@ async def run_overview(
     elif ctx.asr_lost:
         log.degrade("asr_lost", "ASR observation", ctx.asr_lost)
 
-    # Evidence linking (candidate ids and temporal overlap): each successful observation is
-    # linked to the SuperEvents its planner named and to those its windows overlap; the
-    # verbatim transcript lines are placed by their own timestamps.
+    # Evidence linking (candidate ids and temporal overlap): each observation that found
+    # something is linked to the SuperEvents its planner named and to those its windows
+    # overlap; the verbatim transcript lines are placed by their own timestamps. An ASR call
+    # that heard no speech, or quoted nothing, links and protects nothing.
     valid = set(ids)
     visual_linked: list[str] = []
     if visual is not None and visual.succeeded:
@@ -234,7 +235,7 @@ async def run_overview(
         )
     evidence_by_super: dict[str, list[TranscriptLine]] = {i: [] for i in ids}
     asr_linked: list[str] = []
-    if speech is not None and speech.succeeded:
+    if speech is not None and speech.bears_evidence:
         quoted = [TranscriptLine(s, e, t) for s, e, t in speech.evidence_lines]
         evidence_by_super = assign_lines_to_spans(quoted, spans)
         asr_linked = _ordered(
@@ -398,6 +399,8 @@ def _nothing_linked_reason(
         parts.append("no transcript observation")
     elif not speech.succeeded:
         parts.append(f"transcript observation failed: {speech.error or 'empty result'}")
+    elif not speech.found:
+        parts.append(f"transcript observation found nothing: {speech.result}")
     return "; ".join(parts) or "the observations overlap no SuperEvent"
 
 
