@@ -180,7 +180,13 @@ def test_asr_windows_link_supers_by_overlap_without_quoted_lines(
 ) -> None:
     subtitles = srt(tmp_path, (1000, 1003, "Time to plate."))
     script = ScriptedModel(
-        asr_observation={"observation_result": "They talk about plating.", "asr_evidence": ""},
+        # A quote in words the transcript does not hold: the reply found evidence, but no line
+        # to place, so the windows alone say where it belongs. (An empty quote is no evidence:
+        # tests/test_method_evidence.py.)
+        asr_observation={
+            "observation_result": "They talk about plating.",
+            "asr_evidence": "16:40 We are plating the bird now.",
+        },
         visual_observation=fail_at_super,
     )
     script.overrides["asr_planning"] = {

@@ -122,7 +122,7 @@ def _evidence_log(levels: Sequence[LevelOutcome]) -> list[str]:
     lines = ["Evidence log (new observations, in the order they were made):"]
     for outcome in levels:
         for obs in outcome.observations:
-            if not obs.succeeded:
+            if not obs.bears_evidence:  # a failed look, or one that found nothing
                 continue
             windows = ", ".join(format_range(s, e) for s, e in obs.windows)
             lines.append(f"- {outcome.level} {obs.kind} {windows}: {obs.result.strip()}")

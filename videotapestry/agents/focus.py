@@ -2,9 +2,12 @@
 
 A candidate memory is the evidence under one selected MacroEvent (its id is that
 MacroEvent's id). PACE-Mem chooses which clips of evidence are shown, in chronological
-order, and the chosen clips' time ranges are where the agent's frames are sampled. From
-there it follows the level protocol (``level_protocol.run_level``) like the Skim agent; its
-decision always stops, as the Subgraph is the last level.
+order (``agents.focus.evidence: selected_clips``), or the whole local subgraph is shown, as
+in the paper (``whole_subgraphs``). The planned frame ranges are intersected with the
+MacroEvents' intervals, as in the paper (``agents.focus.frame_windows: candidates``), or with
+the chosen clips' windows (``selected_clips``). From there it follows the level protocol
+(``level_protocol.run_level``) like the Skim agent; its decision always stops, as the
+Subgraph is the last level.
 """
 
 from __future__ import annotations
@@ -19,18 +22,21 @@ from videotapestry.retrieval import focus_query_text, select_focus_evidence
 def focus_memories(
     ctx: RunContext, macro_ids: list[str], question: QuestionInput, instruction: str | None
 ) -> LevelMemories:
-    """PACE-Mem's evidence under each selected MacroEvent, chronological, with relations.
+    """The evidence under each selected MacroEvent, chronological, with relations.
 
-    Every selected MacroEvent that has evidence is represented (``evidence.focus_scope``),
-    and the chosen clips' windows are where the Focus agent's frames are sampled. Without
-    node embeddings (no embedder configured) every subgraph node is shown: a documented
-    fallback that costs tokens but loses nothing.
+    With ``agents.focus.evidence: selected_clips`` PACE-Mem chooses it, and every selected
+    MacroEvent that has evidence is represented (``evidence.focus_scope``); without node
+    embeddings (no embedder configured) every subgraph node is shown, a documented fallback
+    that costs tokens but loses nothing. ``whole_subgraphs`` always shows every node. The
+    intervals are where the planned frame ranges may fall (``agents.focus.frame_windows``).
     """
     memory = ctx.memory
+    settings_focus = ctx.config.agents.focus
     chosen: dict[str, list[str]] = {m: [] for m in macro_ids}
-    intervals: dict[str, list[tuple[float, float]]] = {m: [] for m in macro_ids}
+    clip_windows: dict[str, list[tuple[float, float]]] = {m: [] for m in macro_ids}
     selection = None
-    if ctx.evidence is not None and ctx.embedder is not None:
+    selects = settings_focus.evidence == "selected_clips"
+    if selects and ctx.evidence is not None and ctx.embedder is not None:
         settings = ctx.config.evidence
         query = focus_query_text(
             question.question,
@@ -43,16 +49,18 @@ def focus_memories(
         selection = focus.to_dict()
         for macro_id, evidence in focus.macros.items():
             chosen[macro_id] = list(evidence.record_ids)
-            intervals[macro_id] = list(evidence.windows)
+            clip_windows[macro_id] = list(evidence.windows)
     else:
         for macro_id in macro_ids:
             chosen[macro_id] = [n.id for n in memory.subgraph(macro_id).nodes]
     texts = {}
+    intervals: dict[str, list[tuple[float, float]]] = {}
     for macro_id in macro_ids:
         macro = macro_event(memory, macro_id)
         node_ids = sorted(chosen[macro_id], key=lambda i: memory.time_range(i).start)
-        if not intervals[macro_id]:
-            intervals[macro_id] = [(macro.time_range.start, macro.time_range.end)]
+        own = [(macro.time_range.start, macro.time_range.end)]
+        by_clips = settings_focus.frame_windows == "selected_clips"
+        intervals[macro_id] = (clip_windows[macro_id] or own) if by_clips else own
         lines = [f"Evidence under {macro_id} ({macro.label}):"]
         lines += [f"- {node_line(memory.node(i))}" for i in node_ids] or ["- (none selected)"]
         relations = [

@@ -169,10 +169,11 @@ def memories_text(ctx: RunContext, texts: Mapping[str, str]) -> str:
 
 
 def observation_sources(observations: Sequence[Observation]) -> str:
-    """Each successful observation once, by source id (the update prompt refers to them)."""
+    """Each observation that found something, once, by source id (the update prompt refers
+    to them); one that found nothing is no source, so the update tool never reads it."""
     blocks = []
     for obs in observations:
-        if not obs.succeeded:
+        if not obs.bears_evidence:
             continue
         kind = "visual" if obs.kind == "visual" else "transcript"
         windows = ", ".join(clock_range(TimeRange(start=s, end=e)) for s, e in obs.windows)

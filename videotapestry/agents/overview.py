@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 from videotapestry.agents.citations import node_sources, observation_refs
 from videotapestry.agents.context import LevelBudget, RunContext
@@ -222,28 +223,19 @@ async def run_overview(
     elif ctx.asr_lost:
         log.degrade("asr_lost", "ASR observation", ctx.asr_lost)
 
-    # Evidence linking (candidate ids and temporal overlap): each successful observation is
-    # linked to the SuperEvents its planner named and to those its windows overlap; the
-    # verbatim transcript lines are placed by their own timestamps.
-    valid = set(ids)
-    visual_linked: list[str] = []
-    if visual is not None and visual.succeeded:
-        visual_linked = _ordered(
-            ids,
-            [i for i in plan.candidate_memory_ids if i in valid] + link_by_overlap(spans, [window]),
-        )
-    evidence_by_super: dict[str, list[TranscriptLine]] = {i: [] for i in ids}
-    asr_linked: list[str] = []
-    if speech is not None and speech.succeeded:
-        quoted = [TranscriptLine(s, e, t) for s, e, t in speech.evidence_lines]
-        evidence_by_super = assign_lines_to_spans(quoted, spans)
-        asr_linked = _ordered(
-            ids,
-            [i for i in asr_plan.candidate_memory_ids if i in valid]
-            + link_by_overlap(spans, asr_spans)
-            + [i for i, lines in evidence_by_super.items() if lines],
-        )
-    evidence_ids = _ordered(ids, visual_linked + asr_linked)
+    links = link_super_evidence(
+        ids,
+        spans,
+        [
+            (obs, named)
+            for obs, named in (
+                (visual, plan.candidate_memory_ids),
+                (speech, asr_plan.candidate_memory_ids),
+            )
+            if obs is not None
+        ],
+    )
+    evidence_ids = links.evidence_ids
     protected = protected_set(ids, evidence_ids)
 
     refined = dict(static)
@@ -255,61 +247,15 @@ async def run_overview(
         log.note(f"no observation is linked to any SuperEvent ({reason}); original texts kept")
         ctx.session.trace.note("super_scaffold_kept", reason=reason)
     elif ctx.updates_enabled:
-        updates: dict[str, SuperMemoryUpdate] = {}
-        rejected: dict[str, str] = {}
-        if budget.spend("update"):
-            ctx.report(level="super", step="update", agent=agent)
-            requests = [
-                {
-                    "memory_id": i,
-                    "time_range": clock_range(memory.time_range(i)),
-                    "old_memory_text": static[i],
-                    "source_refs": (["V1"] if i in visual_linked else [])
-                    + (["A1"] if i in asr_linked else []),
-                }
-                for i in ids
-            ]
-            reply, _ = await call_or_fallback(
-                ctx,
-                "update",
-                "super_update",
-                SuperUpdate,
-                SuperUpdate(updated_memories={}),
-                level="super",
-                log=log,
-                **question.prompt_variables(),
-                previous_instruction="",
-                update_instruction=(
-                    "Add the observed facts to the SuperEvents the sources concern; summarize "
-                    "the others in one or two sentences."
-                ),
-                observation_sources=observation_sources(observations),
-                update_requests=update_requests_json(requests),
-            )
-            updates, rejected = reply.updated_memories, reply.rejected
-            for memory_id, problem in rejected.items():
-                log.degrade(
-                    "update_rejected",
-                    f"super_update entry {memory_id}",
-                    f"{problem}; its original text is kept",
-                )
-        refined = {
-            i: _refine_super(
-                static[i],
-                updates.get(i),
-                rejected=i in rejected,
-                protected=i in protected,
-                visual=i in visual_linked,
-                transcript=i in asr_linked,
-                evidence=[
-                    f"{format_range(line.start_s, line.end_s)} {line.text}"
-                    for line in evidence_by_super.get(i, [])
-                ],
-            )
-            for i in ids
-        }
-        sources = _super_sources(
-            memory, ids, protected, visual_linked, evidence_by_super, observation_refs(observations)
+        refined, sources = await refine_supers(
+            ctx,
+            question,
+            static,
+            links,
+            observations,
+            log,
+            agent=agent,
+            call_update=budget.spend("update"),
         )
 
     ctx.report(level="super", step="decide", agent=agent)
@@ -359,6 +305,137 @@ async def run_overview(
     )
 
 
+@dataclass(frozen=True)
+class SuperEvidence:
+    """Which SuperEvents the Super-level observations concern (SPEC §5).
+
+    ``visual`` and ``transcript`` are the ids linked to a visual or a transcript observation
+    that found something, in time order; ``lines`` the verbatim transcript lines placed on
+    each SuperEvent by their own timestamps; ``by_source`` the ids each observation (by its
+    source id) is linked to, which the update call's source refs name.
+    """
+
+    order: tuple[str, ...]
+    visual: tuple[str, ...]
+    transcript: tuple[str, ...]
+    lines: Mapping[str, Sequence[TranscriptLine]]
+    by_source: Mapping[str, tuple[str, ...]]
+
+    @property
+    def evidence_ids(self) -> list[str]:
+        return _ordered(list(self.order), [*self.visual, *self.transcript])
+
+
+def link_super_evidence(
+    ids: Sequence[str],
+    spans: Mapping[str, tuple[float, float]],
+    observations: Sequence[tuple[Observation, Sequence[str]]],
+) -> SuperEvidence:
+    """Link each observation that found something to the SuperEvents its planner named
+    (``observations`` pairs it with those ids) and to those its windows overlap; a
+    transcript's quoted lines also link the SuperEvents their timestamps fall in. An
+    observation that failed or found nothing (no speech, no quoted line) links nothing."""
+    order = list(ids)
+    valid = set(order)
+    visual: list[str] = []
+    transcript: list[str] = []
+    lines: dict[str, list[TranscriptLine]] = {i: [] for i in order}
+    by_source: dict[str, tuple[str, ...]] = {}
+    for obs, named in observations:
+        if not obs.bears_evidence:
+            continue
+        linked = [i for i in named if i in valid] + link_by_overlap(spans, obs.windows)
+        if obs.kind == "asr":
+            quoted = [TranscriptLine(s, e, t) for s, e, t in obs.evidence_lines]
+            placed = assign_lines_to_spans(quoted, spans)
+            for node_id, node_lines in placed.items():
+                lines[node_id] = [*lines.get(node_id, []), *node_lines]
+            linked += [i for i, node_lines in placed.items() if node_lines]
+        (visual if obs.kind == "visual" else transcript).extend(linked)
+        by_source[obs.source_id] = tuple(_ordered(order, linked))
+    return SuperEvidence(
+        tuple(order),
+        tuple(_ordered(order, visual)),
+        tuple(_ordered(order, transcript)),
+        lines,
+        by_source,
+    )
+
+
+async def refine_supers(
+    ctx: RunContext,
+    question: QuestionInput,
+    static: Mapping[str, str],
+    links: SuperEvidence,
+    observations: Sequence[Observation],
+    log: LevelLog,
+    *,
+    agent: str,
+    call_update: bool,
+) -> tuple[dict[str, str], dict[str, list[EvidenceRef]]]:
+    """The Super scaffold around the linked evidence: protected SuperEvents keep their text and
+    gain their evidence parts, every other one is compressed (SPEC §5), with or without the
+    update call (``call_update``: the level's budget allowed it). Returns (texts, sources)."""
+    ids = list(static)
+    protected = protected_set(ids, links.evidence_ids)
+    updates: dict[str, SuperMemoryUpdate] = {}
+    rejected: dict[str, str] = {}
+    if call_update:
+        ctx.report(level="super", step="update", agent=agent)
+        requests = [
+            {
+                "memory_id": i,
+                "time_range": clock_range(ctx.memory.time_range(i)),
+                "old_memory_text": static[i],
+                "source_refs": [src for src, linked in links.by_source.items() if i in linked],
+            }
+            for i in ids
+        ]
+        reply, _ = await call_or_fallback(
+            ctx,
+            "update",
+            "super_update",
+            SuperUpdate,
+            SuperUpdate(updated_memories={}),
+            level="super",
+            log=log,
+            **question.prompt_variables(),
+            previous_instruction="",
+            update_instruction=(
+                "Add the observed facts to the SuperEvents the sources concern; summarize "
+                "the others in one or two sentences."
+            ),
+            observation_sources=observation_sources(observations),
+            update_requests=update_requests_json(requests),
+        )
+        updates, rejected = reply.updated_memories, reply.rejected
+        for memory_id, problem in rejected.items():
+            log.degrade(
+                "update_rejected",
+                f"super_update entry {memory_id}",
+                f"{problem}; its original text is kept",
+            )
+    refined = {
+        i: _refine_super(
+            static[i],
+            updates.get(i),
+            rejected=i in rejected,
+            protected=i in protected,
+            visual=i in links.visual,
+            transcript=i in links.transcript,
+            evidence=[
+                f"{format_range(line.start_s, line.end_s)} {line.text}"
+                for line in links.lines.get(i, [])
+            ],
+        )
+        for i in ids
+    }
+    sources = _super_sources(
+        ctx.memory, ids, protected, links.visual, links.lines, observation_refs(observations)
+    )
+    return refined, sources
+
+
 def _super_sources(
     memory: VideoMemory,
     ids: Sequence[str],
@@ -398,6 +475,8 @@ def _nothing_linked_reason(
         parts.append("no transcript observation")
     elif not speech.succeeded:
         parts.append(f"transcript observation failed: {speech.error or 'empty result'}")
+    elif not speech.found:
+        parts.append(f"transcript observation found nothing: {speech.result}")
     return "; ".join(parts) or "the observations overlap no SuperEvent"
 
 

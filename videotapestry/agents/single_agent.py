@@ -9,10 +9,12 @@ finishes or its budget is spent. Its budgets are the three levels' combined ones
 ``agents.single_agent.max_steps`` controller calls (the planning and decision calls of the
 three agents) and 3 x ``agents.level_limits`` tool calls.
 
-The tools, the evidence selection (PACE-Mem when a MacroEvent is opened), the verbatim
-transcript placement and the final assembly are the method's own; only the organization
-into scale-aligned agents is gone. The outcome is expressed as the three levels' outcomes,
-so ``assemble`` builds the composite memory exactly as for the full method.
+The tools, the anchors and locator hints, the evidence selection (PACE-Mem when a MacroEvent
+is opened), the Super scaffold (evidence linking, the protected set, the compression of every
+other SuperEvent, the verbatim transcript placement) and the final assembly are the method's
+own; only the organization into scale-aligned agents is gone. The outcome is expressed as
+the three levels' outcomes, so ``assemble`` builds the composite memory exactly as for the
+full method.
 """
 
 from __future__ import annotations
@@ -31,12 +33,14 @@ from videotapestry.agents.level_protocol import (
     memories_text,
     rewrite_nodes,
 )
-from videotapestry.agents.overview import locator_text
-from videotapestry.agents.rules import (
-    assign_lines_to_spans,
-    compose_protected_text,
-    question_anchors,
+from videotapestry.agents.overview import (
+    SuperEvidence,
+    link_super_evidence,
+    locator_hints,
+    locator_text,
+    refine_supers,
 )
+from videotapestry.agents.rules import is_global_question, protected_set
 from videotapestry.agents.state import (
     SINGLE_AGENT_NAME,
     EvidenceRef,
@@ -48,9 +52,9 @@ from videotapestry.agents.state import (
     QuestionInput,
 )
 from videotapestry.agents.tools import observe_frames, observe_overview_grids, observe_speech
-from videotapestry.asr import TranscriptLine
 from videotapestry.config import LevelLimits
 from videotapestry.contracts.method import ControllerStep
+from videotapestry.memory import MultiAnchorResult
 from videotapestry.memory.prompt_text import serialize_root
 from videotapestry.timecode import format_range
 from videotapestry.video import asr_windows, observation_windows, visual_window
@@ -72,6 +76,11 @@ class _Controller:
     trajectory: list[str] = field(default_factory=list)
     handoff: list[HandoffEntry] = field(default_factory=list)
     selections: dict[str, dict] = field(default_factory=dict)
+    #: SuperEvent ids each observation's step named (by source id), for evidence linking.
+    named: dict[str, list[str]] = field(default_factory=dict)
+    #: The Super scaffold as last refined: the links it rests on and each node's sources.
+    super_links: SuperEvidence | None = None
+    super_sources: dict[str, list[EvidenceRef]] = field(default_factory=dict)
 
     def source_id(self, kind: str) -> str:
         prefix = "V" if kind == "visual" else "A"
@@ -98,9 +107,13 @@ async def run_controller(
     static = {s.id: labelled_text(s.label, s.description) for s in memory.super_events()}
     static |= {m.id: labelled_text(m.label, m.summary) for m in memory.macro_events()}
     state = _Controller(texts=dict(static), static=dict(static))
-    located = (
-        ctx.locator.locate(question_anchors(question.question)) if ctx.locator is not None else None
-    )
+    located: MultiAnchorResult | None = None
+    anchors: list[str] = []
+    anchor_source = "none"
+    refines = ctx.visual_enabled or ctx.asr_enabled or ctx.updates_enabled
+    if refines and not is_global_question(question.question, question.options):
+        # The Overview agent's anchors and locator hints, from the same call and budget.
+        located, anchors, anchor_source = await locator_hints(ctx, question, budget, log)
     steps = 0
     finished = False
     while steps < max_steps and not finished:
@@ -136,6 +149,10 @@ async def run_controller(
         finished = await _act(ctx, question, step, state, budget, log) or not ok
     if not finished:
         log.note(f"the controller used all {max_steps} steps without finishing")
+    if state.super_links is None:
+        # No update of the Super level was asked for: the program still enforces the
+        # scaffold around whatever evidence was linked, as at the Overview level.
+        await _refine_super_scaffold(ctx, question, state, log, call_update=False)
     state.handoff.append(
         HandoffEntry(
             agent=SINGLE_AGENT_NAME,
@@ -144,8 +161,48 @@ async def run_controller(
             stop=True,
         )
     )
-    calls = LevelCalls(observations=budget.observations, updates=budget.updates)
-    return _outcomes(ctx, state, calls, log, steps), state.handoff
+    calls = LevelCalls(
+        observations=budget.observations, updates=budget.updates, locators=budget.locators
+    )
+    plan = {"controller_steps": steps, "anchors": anchors, "anchor_source": anchor_source}
+    return _outcomes(ctx, state, calls, log, plan), state.handoff
+
+
+async def _refine_super_scaffold(
+    ctx: RunContext,
+    question: QuestionInput,
+    state: _Controller,
+    log: LevelLog,
+    *,
+    call_update: bool,
+) -> None:
+    """The Overview level's Super scaffold over the controller's Super-level observations.
+
+    Linking, protection and compression are the full method's (``overview.refine_supers``);
+    with nothing linked the stored texts are kept, as there.
+    """
+    supers = ctx.memory.super_events()
+    ids = [s.id for s in supers]
+    spans = {s.id: (s.time_range.start, s.time_range.end) for s in supers}
+    looks = [o for o in state.observations if o.level == "super"]
+    links = link_super_evidence(ids, spans, [(o, state.named.get(o.source_id, [])) for o in looks])
+    state.super_links = links
+    if not ctx.updates_enabled or not links.evidence_ids:
+        if ctx.updates_enabled:
+            log.note("no observation is linked to any SuperEvent; original texts kept")
+        return
+    static = {i: state.static[i] for i in ids}
+    refined, state.super_sources = await refine_supers(
+        ctx,
+        question,
+        static,
+        links,
+        state.observations,
+        log,
+        agent=SINGLE_AGENT_NAME,
+        call_update=call_update,
+    )
+    state.texts |= refined
 
 
 async def _act(
@@ -201,6 +258,9 @@ async def _act(
             state.trajectory.append(f"{step.action}: the observation budget is spent")
             return False
         observation = await _observe(ctx, step, state, instruction, known)
+        state.named[observation.source_id] = [
+            i for i in known if ctx.memory.node(_display_id(i)).kind == "SuperEvent"
+        ]
         state.observations.append(observation)
         log.lost_observation(observation)
         result = observation.result if observation.succeeded else f"failed ({observation.error})"
@@ -218,6 +278,11 @@ async def _act(
         state.trajectory.append("update: the update budget is spent")
         return False
     level: Level = step.level or _level_of(ctx, targets[0])
+    if level == "super":
+        # The whole Super scaffold is rewritten at once, as by the Overview agent's update.
+        await _refine_super_scaffold(ctx, question, state, log, call_update=True)
+        state.trajectory.append("update (super): the Super scaffold was refined")
+        return False
     rewritten = await rewrite_nodes(
         ctx,
         {_display_id(t): state.texts[t] for t in targets},
@@ -296,36 +361,24 @@ def _outcomes(
     state: _Controller,
     calls: LevelCalls,
     log: LevelLog,
-    steps: int,
+    plan: dict[str, object],
 ) -> list[LevelOutcome]:
     """The controller's memory as the three levels' outcomes, for ``assemble``."""
     memory = ctx.memory
     super_ids = [s.id for s in memory.super_events()]
-    spans = {s.id: (s.time_range.start, s.time_range.end) for s in memory.super_events()}
-    quoted = [
-        TranscriptLine(s, e, t) for obs in state.observations for s, e, t in obs.evidence_lines
-    ]
-    lines_by_super = assign_lines_to_spans(quoted, spans)
-    super_refined = {
-        i: compose_protected_text(
-            state.texts[i],
-            evidence=[f"{format_range(x.start_s, x.end_s)} {x.text}" for x in lines_by_super[i]],
-        )
-        if lines_by_super[i]
-        else state.texts[i]
-        for i in super_ids
-    }
+    super_refined = {i: state.texts[i] for i in super_ids}
+    evidence_ids = state.super_links.evidence_ids if state.super_links else []
     refs = observation_refs(state.observations)
 
     def sources(keys: dict[str, str], level: Level) -> dict[str, list[EvidenceRef]]:
         """Node id → its sources, for the nodes (keys of ``state.texts``) the controller
-        rewrote or gave transcript evidence."""
+        rewrote."""
         return {
             node_id: node_sources(
                 memory, node_id, level, refs, rewritten=key not in state.compressed
             )
             for node_id, key in keys.items()
-            if state.texts[key] != state.static[key] or lines_by_super.get(key)
+            if state.texts[key] != state.static[key]
         }
 
     common = {"agent": SINGLE_AGENT_NAME, "notes": [], "degraded": []}
@@ -333,15 +386,16 @@ def _outcomes(
         LevelOutcome(
             level="super",
             candidate_ids=super_ids,
-            plan={"controller_steps": steps},
+            plan=plan,
             observations=state.observations,
             refined=super_refined,
             static={i: state.static[i] for i in super_ids},
-            evidence_ids=[i for i in super_ids if super_refined[i] != state.static[i]],
+            evidence_ids=evidence_ids,
+            protected_ids=protected_set(super_ids, evidence_ids),
             selected_ids=_parents(ctx, state.touched_macros),
             stop=not state.touched_macros,
             calls=calls,
-            sources=sources({i: i for i in super_ids}, "super"),
+            sources=state.super_sources,
             **{**common, "notes": log.notes, "degraded": log.degraded},
         )
     ]

@@ -107,10 +107,19 @@ class Observation(_Model):
     unmatched_evidence: list[str] = Field(default_factory=list)
     transcript_lines: int = 0
     error: str | None = None
+    #: False when the tool ran but found nothing to report: an ASR call over windows with no
+    #: speech, or whose reply quoted no line (the paper's tool returns an empty evidence
+    #: field "when there is no reliable evidence"). Its result is kept for the trace.
+    found: bool = True
 
     @property
     def succeeded(self) -> bool:
         return self.error is None and bool(self.result.strip())
+
+    @property
+    def bears_evidence(self) -> bool:
+        """Whether this observation may link memories, protect them and be cited."""
+        return self.succeeded and self.found
 
 
 DegradationKind = Literal[

@@ -161,7 +161,8 @@ async def observe_speech(
         return record.model_copy(update={"error": f"transcription failed: {exc}"}), []
     record = record.model_copy(update={"transcript_lines": len(lines)})
     if not lines:
-        return record.model_copy(update={"result": "No speech in the selected windows."}), []
+        found_nothing = {"result": "No speech in the selected windows.", "found": False}
+        return record.model_copy(update=found_nothing), []
     prompt = ctx.prompts.render(
         "asr_observation", observation_instruction=instruction, asr=format_transcript(lines)
     )
@@ -182,6 +183,7 @@ async def observe_speech(
                 "result": strip_option_steering(reply.observation_result).strip(),
                 "evidence_lines": [(line.start_s, line.end_s, line.text) for line in quoted.lines],
                 "unmatched_evidence": list(quoted.unmatched),
+                "found": bool(reply.asr_evidence.strip()),
             }
         ),
         lines,

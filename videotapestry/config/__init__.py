@@ -8,6 +8,7 @@ package's public face, and the modules behind them may be rearranged.
 
 from videotapestry.config.agents import (
     AgentsConfig,
+    FocusSettings,
     LevelLimits,
     LevelSettings,
     OverviewSettings,
@@ -79,6 +80,7 @@ __all__ = [
     "EmbeddingConfig",
     "EvidenceConfig",
     "ExecutorConfig",
+    "FocusSettings",
     "ImagesConfig",
     "JsonMode",
     "LevelLimits",

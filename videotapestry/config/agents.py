@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from videotapestry.config.base import StrictModel
@@ -21,6 +23,28 @@ class LevelSettings(StrictModel):
     """A level that is shown individual frames (Skim, Focus, the Direct baseline)."""
 
     max_frames: int = Field(50, ge=1)
+
+
+class FocusSettings(LevelSettings):
+    """The Focus agent (Subgraph level): which leaf evidence it reads, and where it may look.
+
+    The paper's Focus agent reads the whole local subgraphs of the MacroEvents handed down
+    and intersects its planned ranges with those MacroEvents' intervals; SPEC §6 narrows what
+    it reads to the PACE-Mem-selected clips. Each choice is one switch, so an ablation can
+    compare them.
+    """
+
+    evidence: Literal["selected_clips", "whole_subgraphs"] = Field(
+        "selected_clips",
+        description="what the Focus agent reads under each selected MacroEvent: the clips "
+        "PACE-Mem selects (SPEC §6), or the whole local subgraph (the paper's setting)",
+    )
+    frame_windows: Literal["candidates", "selected_clips"] = Field(
+        "candidates",
+        description="what the planned frame ranges are intersected with: the intervals of the "
+        "MacroEvents handed down (the paper's setting), or the selected clips' windows, which "
+        "replace planned ranges outside every clip",
+    )
 
 
 class LevelLimits(StrictModel):
@@ -48,7 +72,7 @@ class AgentsConfig(StrictModel):
 
     overview: OverviewSettings = OverviewSettings()
     skim: LevelSettings = LevelSettings()
-    focus: LevelSettings = LevelSettings()
+    focus: FocusSettings = FocusSettings()
     direct: LevelSettings = LevelSettings()  # the Direct baseline's uniform frames
     single_agent: SingleAgentSettings = SingleAgentSettings()
     level_limits: LevelLimits = LevelLimits()
