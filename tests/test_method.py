@@ -440,6 +440,7 @@ def test_cli_ask_prints_one_json_object(
         "ask", str(video), "--memory", str(SAMPLE), "--question", QUESTION,
         *[x for option in OPTIONS for x in ("--option", option)],
         "-o", f"models.default.base_url={server.base_url}",
+        "-o", "models.default.harness_headers=true",
         "-o", "cache.enabled=false",
         "-o", "embedding.model=packaged:all-MiniLM-L6-v2",
         "-o", "embedding.query_prompt_name=null",
@@ -550,6 +551,7 @@ def test_a_refused_key_stops_the_question_instead_of_guessing(
         ["ask", str(video), "--memory", str(SAMPLE), "--question", QUESTION,
          "--option", "A. a", "--option", "B. b",
          "-o", f"models.default.base_url={server.base_url}",
+         "-o", "models.default.harness_headers=true",
          "-o", "embedding.model=packaged:all-MiniLM-L6-v2",
          "-o", "embedding.query_prompt_name=null"]
     )  # fmt: skip

@@ -75,6 +75,12 @@ class ModelSettings(StrictModel):
         default_factory=dict,
         description="extra request fields for servers that need them (e.g. vLLM options)",
     )
+    harness_headers: bool = Field(
+        False,
+        description="send x-videotapestry-role/prompt/level headers with each call, for the "
+        "fake test server and proxies that route by role; off, an endpoint sees only what "
+        "the SDK sends",
+    )
 
 
 def _all_optional(model: type[BaseModel], name: str) -> type[BaseModel]:
