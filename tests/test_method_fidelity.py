@@ -403,6 +403,34 @@ def test_missing_subtitles_are_a_degradation_not_a_silent_switch(
     assert "asr_planning" not in calls_by(server.requests)
 
 
+@pytest.mark.parametrize(
+    ("made_by", "source", "substituted"),
+    [
+        ("whisper", "subtitles", True),
+        ("subtitles", "subtitles", False),
+        ("whisper", "whisper", False),
+    ],
+)
+def test_a_stored_transcript_standing_in_for_subtitles_is_recorded(
+    server, embedder, video: Path, tmp_path: Path, made_by: str, source: str, substituted: bool
+) -> None:
+    import shutil
+
+    from videotapestry.asr import TRANSCRIPT_FILE, TranscriptFile, TranscriptLine
+
+    memory = tmp_path / "memory"
+    shutil.copytree(SAMPLE, memory)
+    stored = TranscriptFile(made_by, "tiny.en", None, [TranscriptLine(5.0, 9.0, "Preheat it.")])
+    (memory / TRANSCRIPT_FILE).write_text(json.dumps(stored.to_json()), encoding="utf-8")
+    server.on(None, ScriptedModel())
+    result = ask(make_vt(server, embedder, f"asr.source={source}"), video, memory=memory)
+    kinds = [d.kind for d in result.degraded]
+    assert kinds == (["asr_substituted"] if substituted else [])
+    if substituted:
+        why = result.degraded[0].why
+        assert "no subtitle file" in why and TRANSCRIPT_FILE in why and "whisper" in why
+
+
 def test_undecodable_frames_and_timeouts_are_recorded(
     server, embedder, video: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
