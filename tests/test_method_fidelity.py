@@ -175,6 +175,28 @@ def test_a_repeated_line_attaches_only_where_its_timestamp_says(
     assert overview.evidence_ids == ["super_01", "super_02", "super_03"]
 
 
+@pytest.mark.parametrize("fragments", [True, False])
+def test_a_quote_joining_two_subtitle_lines_is_evidence_unless_whole_lines_are_required(
+    server, embedder, video: Path, tmp_path: Path, fragments: bool
+) -> None:
+    said = [(700, 704, "Set the oven to two hundred"), (704, 707, "and twenty degrees now.")]
+    subtitles = srt(tmp_path, *said)
+    quote = "[11:41] the oven to two hundred and twenty degrees"
+    script = ScriptedModel(
+        asr_observation={"observation_result": "The oven setting.", "asr_evidence": quote}
+    )
+    script.overrides["asr_planning"] = {"observation_instruction": "?", "time_ranges": [[600, 800]]}
+    server.on(None, script)
+    vt = make_vt(server, embedder, "asr.source=subtitles", f"asr.quote_fragments={fragments}")
+    result = ask(vt, video, subtitle_path=subtitles)
+    [speech] = [o for o in result.levels[0].observations if o.kind == "asr"]
+    if fragments:
+        assert speech.evidence_lines == [(700.0, 704.0, said[0][2]), (704.0, 707.0, said[1][2])]
+        assert speech.unmatched_evidence == []
+    else:
+        assert speech.evidence_lines == [] and speech.unmatched_evidence == [quote]
+
+
 def test_asr_windows_link_supers_by_overlap_without_quoted_lines(
     server, embedder, video: Path, tmp_path: Path
 ) -> None:
