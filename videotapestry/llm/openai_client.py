@@ -5,7 +5,8 @@ retries with exponential backoff that honour ``Retry-After``, timeouts, connecti
 and the ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` environment conventions. This class adds
 what the SDK does not: negotiating the JSON output mode with servers that lack
 ``json_schema`` (or ``json_object``) support, role/prompt/level headers for proxies and the
-test server (only when ``harness_headers`` is set), and translation of SDK exceptions into our typed errors.
+test server (only when ``harness_headers`` is set), and translation of SDK exceptions into
+our typed errors.
 """
 
 from __future__ import annotations
