@@ -385,6 +385,21 @@ def test_image_cap_is_enforced_before_any_request(
     assert fake_server.requests == []
 
 
+def test_a_roles_own_image_limit_replaces_the_per_call_cap(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    images = [ImagePart(jpeg_bytes((i, i, i))) for i in range(4)]
+    fake_server.script("answer", FakeReply.json(ANSWER))
+    roomy = fake_config(fake_server, tmp_path, "images.max_per_call=3",
+                        "models.roles.answer.max_images=4")  # fmt: skip
+    reply, _ = run(ask(ModelService(roomy), images=images))
+    assert reply.answer == "B" and len(fake_server.requests[0].images) == 4
+    tight = fake_config(fake_server, tmp_path, "models.roles.answer.max_images=2")
+    with pytest.raises(ImageLimitError, match=r"models\.roles\.answer\.max_images=2"):
+        run(ask(ModelService(tight), images=images))
+    assert len(fake_server.requests) == 1
+
+
 def test_concurrency_is_limited_per_endpoint(
     fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
 ) -> None:
