@@ -596,6 +596,7 @@ def test_check_endpoint_prints_the_url_it_really_used(
 
     server.on(None, ScriptedModel(final_answer={"reasoning": "blue car", "answer": "B"}))
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-    assert main(["check-endpoint", "--json", "-o", "cache.enabled=false"]) == 0
+    args = ["check-endpoint", "--json", "-o", "cache.enabled=false"]
+    assert main([*args, "-o", "models.default.harness_headers=true"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["base_url"].rstrip("/") == server.base_url.rstrip("/")
