@@ -90,6 +90,7 @@ async def main(calls: int) -> None:
                 load_config(
                     overrides=[
                         f"models.default.base_url={server.base_url}",
+                        "models.default.harness_headers=true",
                         f"cache.enabled={str(cache).lower()}",
                         f"cache.path={tmp}/cache.sqlite",
                     ]

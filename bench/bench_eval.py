@@ -216,6 +216,7 @@ def eval_overrides(base_url: str) -> list[str]:
     speech, the packaged embedder, and room for every question's calls at once."""
     return [
         f"models.default.base_url={base_url}",
+        "models.default.harness_headers=true",
         "models.default.timeout_s=60",
         "models.max_concurrency_per_endpoint=64",
         "cache.enabled=false",

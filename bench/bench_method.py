@@ -151,6 +151,7 @@ def make_vt(server: FakeOpenAIServer, embedder, variant: str = "full") -> VideoT
     return VideoTapestry(
         overrides=[
             f"models.default.base_url={server.base_url}",
+            "models.default.harness_headers=true",
             "cache.enabled=false",
             "asr.source=subtitles",
             f"variant={variant}",

@@ -26,6 +26,7 @@ async def ask(base_url: str, model: str, cache_dir: str) -> None:
     config = load_config(
         overrides=[
             f"models.default.base_url={base_url}",
+            "models.default.harness_headers=true",
             f"models.default.model={model}",
             f"cache.path={cache_dir}/responses.sqlite",
         ]

@@ -35,6 +35,7 @@ def fake_config(server: FakeOpenAIServer, tmp_path: Path, *overrides: str) -> Co
     return load_config(
         overrides=[
             f"models.default.base_url={server.base_url}",
+            "models.default.harness_headers=true",
             "models.default.model=fake-vlm",
             "models.default.timeout_s=5",
             "models.default.max_retries=2",

@@ -20,6 +20,7 @@ def make_vt(server: FakeOpenAIServer, embedder, *overrides: str) -> VideoTapestr
     return VideoTapestry(
         overrides=[
             f"models.default.base_url={server.base_url}",
+            "models.default.harness_headers=true",
             "models.default.max_retries=0",
             "cache.enabled=false",
             *overrides,
@@ -42,6 +43,7 @@ def cli_args(server: FakeOpenAIServer, *extra: str) -> list[str]:
     """Config options every CLI test passes: the fake server and the packaged embedder."""
     return [
         "-o", f"models.default.base_url={server.base_url}",
+        "-o", "models.default.harness_headers=true",
         "-o", "models.default.max_retries=0",
         "-o", "cache.enabled=false",
         "-o", f"embedding.model={MINILM}",

@@ -340,6 +340,47 @@ def test_quoted_lines_match_on_time_and_text(quote: str, starts: list[float]) ->
     assert bool(matched.unmatched) == (not starts)
 
 
+SPLIT = [
+    TranscriptLine(60.0, 66.0, "Okay so first we preheat the oven to two hundred and twenty"),
+    TranscriptLine(66.5, 69.0, "degrees and wait ten minutes."),
+    TranscriptLine(300.0, 303.0, "Then the tray goes in for twenty minutes."),
+]
+
+
+@pytest.mark.parametrize(
+    ("quote", "starts"),
+    [
+        ("[01:02] preheat the oven to two hundred", [60.0]),  # part of one line
+        ("Preheat the oven to two-hundred and twenty degrees", [60.0, 66.5]),  # two lines
+        ("[01:00-01:09] two hundred and twenty degrees, and wait", [60.0, 66.5]),
+        ("[05:00] the tray goes in", [300.0]),
+        ("[05:30] the tray goes in", []),  # said, but not within the tolerance of then
+        ("preheat the oven to two hundred and fifty", []),  # made up from said words
+        ("wait ten minutes. Then the tray", [66.5, 300.0]),  # consecutive lines
+        ("and twenty. Then the tray goes in", []),  # lines 1 and 3: not adjacent
+        ("the oven", []),  # too short to name a line
+        ("we preheat the tray", []),  # words of one line, not in its order
+    ],
+)
+def test_a_quote_may_be_part_of_one_line_or_span_two_adjacent_ones(
+    quote: str, starts: list[float]
+) -> None:
+    matched = match_evidence_lines(quote, SPLIT)
+    assert [line.start_s for line in matched.lines] == starts
+    assert bool(matched.unmatched) == (not starts)
+
+
+def test_whole_lines_only_and_the_tolerance_are_the_callers_to_set() -> None:
+    strict = match_evidence_lines("[01:02] preheat the oven to two hundred", SPLIT, fragments=False)
+    assert strict.lines == () and len(strict.unmatched) == 1
+    whole = match_evidence_lines("[05:01] Then the tray goes in for twenty minutes.", SPLIT,
+                                 fragments=False)  # fmt: skip
+    assert [line.start_s for line in whole.lines] == [300.0]
+    assert match_evidence_lines("[05:10] the tray goes in", SPLIT).lines == ()
+    wide = match_evidence_lines("[05:10] the tray goes in", SPLIT, tolerance_s=10.0)
+    assert [line.start_s for line in wide.lines] == [300.0]
+
+
 def test_quoted_lines_outside_the_transcribed_windows_never_count() -> None:
     matched = match_evidence_lines("[05:00] Yeah.", REPEATED, windows=[(600.0, 1200.0)])
     assert matched.lines == () and matched.unmatched == ("[05:00] Yeah.",)

@@ -38,6 +38,7 @@ def ask_all(base_url: str, cache: str, start: Any = None, results: Any = None) -
     config = load_config(
         overrides=[
             f"models.default.base_url={base_url}",
+            "models.default.harness_headers=true",
             "models.default.model=fake-vlm",
             "models.default.max_retries=0",
             f"cache.path={cache}",

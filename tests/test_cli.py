@@ -88,6 +88,8 @@ def test_check_endpoint_runs_one_json_call(
             "-o",
             f"models.default.base_url={fake_server.base_url}",
             "-o",
+            "models.default.harness_headers=true",
+            "-o",
             f"cache.path={tmp_path / 'c.sqlite'}",
         ]
     )

@@ -43,6 +43,20 @@ def test_default_holds_the_paper_settings() -> None:
         assert settings.reasoning_effort == expected, role
 
 
+def test_the_local_profile_is_the_papers_qwen_setting() -> None:
+    config = load_config(profile="local")
+    thinks = {"overview", "skim", "focus", "controller", "decision", "answer", "direct"}
+    for role in MODEL_ROLES:
+        settings = config.models.settings_for(role)
+        flags = settings.extra_body["chat_template_kwargs"]
+        assert flags == {"enable_thinking": role in thinks}, role
+        assert settings.max_images == (396 if role == "direct" else None), role
+    assert config.agents.direct.max_frames == 396 and config.images.max_per_call == 50
+    default = load_config()
+    assert default.models.settings_for("direct").max_images is None
+    assert default.agents.direct.max_frames == 50
+
+
 def test_dotted_overrides_apply_with_yaml_types() -> None:
     config = load_config(
         overrides=[

@@ -166,6 +166,7 @@ def test_build_memory_cli_joins_a_cluster_and_reports_each_video(
             "--videos", str(folder), "--out", str(tmp_path / "memories"), "--quiet", "--json",
             "--executor", "ray", "--ray-address", ray_cluster.address,
             "-o", f"models.default.base_url={server.base_url}", "-o", "cache.enabled=false",
+            "-o", "models.default.harness_headers=true",
             # This job's workers import this checkout (as an installed copy would be found).
             "-o", f"executor.ray.runtime_env={{env_vars: {{PYTHONPATH: '{ROOT}'}}}}",
         ]  # fmt: skip

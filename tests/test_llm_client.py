@@ -88,6 +88,35 @@ def test_text_request_reaches_the_server_in_openai_wire_format(
     assert "answer" in body["response_format"]["json_schema"]["schema"]["properties"]
 
 
+HARNESS_HEADERS = ("x-videotapestry-role", "x-videotapestry-prompt", "x-videotapestry-level")
+
+
+@pytest.mark.parametrize("send", [False, True])
+def test_harness_headers_go_only_to_an_endpoint_configured_for_them(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path, send: bool
+) -> None:
+    # A real endpoint is not told which agent, prompt or memory level is calling.
+    fake_server.script(None, FakeReply.json(ANSWER))
+    config = fake_config(fake_server, tmp_path, f"models.roles.answer.harness_headers={send}")
+    reply, _ = run(ask(ModelService(config)))
+    assert reply.answer == "B"
+    [request] = fake_server.requests
+    sent = {name: request.headers.get(name) for name in HARNESS_HEADERS}
+    if send:
+        assert sent == dict(zip(HARNESS_HEADERS, ("answer", "final_answer", ""), strict=True))
+    else:
+        assert sent == dict.fromkeys(HARNESS_HEADERS) and request.role is None
+
+
+def test_an_unrouted_request_tells_the_fake_server_user_what_to_set(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    fake_server.script("answer", FakeReply.json(ANSWER))
+    config = fake_config(fake_server, tmp_path, "models.default.harness_headers=false")
+    with pytest.raises(ModelRequestError, match="harness_headers=true"):
+        run(ask(ModelService(config)))
+
+
 def test_image_request_sends_jpeg_data_urls(
     fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
 ) -> None:
@@ -401,6 +430,21 @@ def test_image_cap_is_enforced_before_any_request(
     with pytest.raises(ImageLimitError, match="4 images"):
         run(ask(service, images=images))
     assert fake_server.requests == []
+
+
+def test_a_roles_own_image_limit_replaces_the_per_call_cap(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    images = [ImagePart(jpeg_bytes((i, i, i))) for i in range(4)]
+    fake_server.script("answer", FakeReply.json(ANSWER))
+    roomy = fake_config(fake_server, tmp_path, "images.max_per_call=3",
+                        "models.roles.answer.max_images=4")  # fmt: skip
+    reply, _ = run(ask(ModelService(roomy), images=images))
+    assert reply.answer == "B" and len(fake_server.requests[0].images) == 4
+    tight = fake_config(fake_server, tmp_path, "models.roles.answer.max_images=2")
+    with pytest.raises(ImageLimitError, match=r"models\.roles\.answer\.max_images=2"):
+        run(ask(ModelService(tight), images=images))
+    assert len(fake_server.requests) == 1
 
 
 def test_concurrency_is_limited_per_endpoint(

@@ -176,6 +176,31 @@ def test_lmms_eval_finds_the_model_through_its_entry_point() -> None:
     assert model.__name__ == "VideoTapestryLMMS" and issubclass(model, lmms)
 
 
+ENTRY_POINT_FIRST = """
+from importlib.metadata import entry_points
+(point,) = [p for p in entry_points(group="lmms_eval.models") if p.name == "videotapestry"]
+print(point.load().simple_class_path)
+"""
+LMMS_EVAL_FIRST = "import lmms_eval.models\n"
+GET_MODEL = """
+from lmms_eval.models import get_model
+print(get_model("videotapestry").__name__)
+"""
+
+
+@pytest.mark.parametrize("first", [ENTRY_POINT_FIRST, LMMS_EVAL_FIRST], ids=["ours", "lmms"])
+def test_the_manifest_imports_cleanly_whichever_is_loaded_first(first: str) -> None:
+    # A fresh process each: which module is imported first is decided once per process.
+    done = subprocess.run(
+        [sys.executable, "-c", first + GET_MODEL],
+        capture_output=True, text=True, cwd=REPO, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "circular import" not in done.stderr and "entry-point" not in done.stderr
+    assert done.stdout.strip().endswith("VideoTapestryLMMS")
+
+
 def test_an_lmms_eval_run_scores_the_methods_answers_with_the_tasks_metric(
     work: Path, answered
 ) -> None:

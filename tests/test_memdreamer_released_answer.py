@@ -78,6 +78,7 @@ def test_question_over_a_memory_imported_from_the_released_layout(
         vt = VideoTapestry(
             overrides=[
                 f"models.default.base_url={server.base_url}",
+                "models.default.harness_headers=true",
                 "models.default.max_retries=0",
                 "cache.enabled=false",
             ],

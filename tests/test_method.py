@@ -302,6 +302,37 @@ def test_direct_sends_exactly_fifty_uniform_frames(
     assert gaps == {24}  # 1200 s / 50, uniform
 
 
+def test_the_direct_roles_own_image_limit_sets_its_frame_count(
+    server: FakeOpenAIServer, embedder, video: Path
+) -> None:
+    # The local profile: as many frames as the paper's Qwen gateway took (396), in one call,
+    # although the method's observation calls keep images.max_per_call (50).
+    server.on(None, ScriptedModel())
+    vt = make_vt(server, embedder, "profile=local", "variant=direct")
+    assert vt.config.images.max_per_call == 50
+    result = ask(vt, video)
+    [request] = server.requests
+    assert request.prompt == "direct_answer" and len(request.images) == 396
+    assert request.body["chat_template_kwargs"] == {"enable_thinking": True}
+    assert len(result.images) == 396
+
+
+def test_the_local_profile_thinks_only_to_plan_decide_and_answer(
+    server: FakeOpenAIServer, embedder, video: Path, tmp_path: Path
+) -> None:
+    srt = tmp_path / "s.srt"
+    srt.write_text("1\n00:10:12,000 --> 00:10:15,000\nThe oven is on.\n", encoding="utf-8")
+    server.on(None, ScriptedModel())
+    vt = make_vt(server, embedder, "profile=local", "asr.source=subtitles")
+    ask(vt, video, subtitle_path=srt)
+    thinking: dict[str, set[bool]] = {}
+    for r in server.requests:
+        thinking.setdefault(r.role, set()).add(r.body["chat_template_kwargs"]["enable_thinking"])
+    thinks = ("overview", "skim", "focus", "decision", "answer")
+    tools = ("observation", "asr_observation", "update")
+    assert thinking == {role: {role in thinks} for role in (*thinks, *tools)}
+
+
 def test_memory_variants_change_what_the_answer_agent_sees(
     server: FakeOpenAIServer, embedder, video: Path
 ) -> None:
@@ -440,6 +471,7 @@ def test_cli_ask_prints_one_json_object(
         "ask", str(video), "--memory", str(SAMPLE), "--question", QUESTION,
         *[x for option in OPTIONS for x in ("--option", option)],
         "-o", f"models.default.base_url={server.base_url}",
+        "-o", "models.default.harness_headers=true",
         "-o", "cache.enabled=false",
         "-o", "embedding.model=packaged:all-MiniLM-L6-v2",
         "-o", "embedding.query_prompt_name=null",
@@ -550,6 +582,7 @@ def test_a_refused_key_stops_the_question_instead_of_guessing(
         ["ask", str(video), "--memory", str(SAMPLE), "--question", QUESTION,
          "--option", "A. a", "--option", "B. b",
          "-o", f"models.default.base_url={server.base_url}",
+         "-o", "models.default.harness_headers=true",
          "-o", "embedding.model=packaged:all-MiniLM-L6-v2",
          "-o", "embedding.query_prompt_name=null"]
     )  # fmt: skip

@@ -175,6 +175,28 @@ def test_a_repeated_line_attaches_only_where_its_timestamp_says(
     assert overview.evidence_ids == ["super_01", "super_02", "super_03"]
 
 
+@pytest.mark.parametrize("fragments", [True, False])
+def test_a_quote_joining_two_subtitle_lines_is_evidence_unless_whole_lines_are_required(
+    server, embedder, video: Path, tmp_path: Path, fragments: bool
+) -> None:
+    said = [(700, 704, "Set the oven to two hundred"), (704, 707, "and twenty degrees now.")]
+    subtitles = srt(tmp_path, *said)
+    quote = "[11:41] the oven to two hundred and twenty degrees"
+    script = ScriptedModel(
+        asr_observation={"observation_result": "The oven setting.", "asr_evidence": quote}
+    )
+    script.overrides["asr_planning"] = {"observation_instruction": "?", "time_ranges": [[600, 800]]}
+    server.on(None, script)
+    vt = make_vt(server, embedder, "asr.source=subtitles", f"asr.quote_fragments={fragments}")
+    result = ask(vt, video, subtitle_path=subtitles)
+    [speech] = [o for o in result.levels[0].observations if o.kind == "asr"]
+    if fragments:
+        assert speech.evidence_lines == [(700.0, 704.0, said[0][2]), (704.0, 707.0, said[1][2])]
+        assert speech.unmatched_evidence == []
+    else:
+        assert speech.evidence_lines == [] and speech.unmatched_evidence == [quote]
+
+
 def test_asr_windows_link_supers_by_overlap_without_quoted_lines(
     server, embedder, video: Path, tmp_path: Path
 ) -> None:
@@ -409,6 +431,34 @@ def test_missing_subtitles_are_a_degradation_not_a_silent_switch(
     assert "asr_planning" not in calls_by(server.requests)
 
 
+@pytest.mark.parametrize(
+    ("made_by", "source", "substituted"),
+    [
+        ("whisper", "subtitles", True),
+        ("subtitles", "subtitles", False),
+        ("whisper", "whisper", False),
+    ],
+)
+def test_a_stored_transcript_standing_in_for_subtitles_is_recorded(
+    server, embedder, video: Path, tmp_path: Path, made_by: str, source: str, substituted: bool
+) -> None:
+    import shutil
+
+    from videotapestry.asr import TRANSCRIPT_FILE, TranscriptFile, TranscriptLine
+
+    memory = tmp_path / "memory"
+    shutil.copytree(SAMPLE, memory)
+    stored = TranscriptFile(made_by, "tiny.en", None, [TranscriptLine(5.0, 9.0, "Preheat it.")])
+    (memory / TRANSCRIPT_FILE).write_text(json.dumps(stored.to_json()), encoding="utf-8")
+    server.on(None, ScriptedModel())
+    result = ask(make_vt(server, embedder, f"asr.source={source}"), video, memory=memory)
+    kinds = [d.kind for d in result.degraded]
+    assert kinds == (["asr_substituted"] if substituted else [])
+    if substituted:
+        why = result.degraded[0].why
+        assert "no subtitle file" in why and TRANSCRIPT_FILE in why and "whisper" in why
+
+
 def test_undecodable_frames_and_timeouts_are_recorded(
     server, embedder, video: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -552,6 +602,7 @@ def test_check_endpoint_prints_the_url_it_really_used(
 
     server.on(None, ScriptedModel(final_answer={"reasoning": "blue car", "answer": "B"}))
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-    assert main(["check-endpoint", "--json", "-o", "cache.enabled=false"]) == 0
+    args = ["check-endpoint", "--json", "-o", "cache.enabled=false"]
+    assert main([*args, "-o", "models.default.harness_headers=true"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["base_url"].rstrip("/") == server.base_url.rstrip("/")

@@ -253,6 +253,15 @@ class VideoTapestry:
             )
             if ctx.observation_disabled:
                 ctx.session.trace.note("observation_disabled", reason=ctx.observation_disabled)
+            if ctx.asr_substituted and ctx.asr_enabled:
+                setup.append(
+                    Degradation(
+                        kind="asr_substituted",
+                        level="setup",
+                        what="ASR transcript",
+                        why=ctx.asr_substituted,
+                    )
+                )
             state = await graph.ainvoke(state_in, run_config, context=ctx)
         except BaseException as exc:
             attach_spent(exc, ctx.session.usage.summary())

@@ -62,6 +62,7 @@ def open_run_context(
         transcripts, asr_unavailable = _transcripts(
             config.asr, memories, reader, memory, item, video_fp
         )
+        asr_substituted = _substitution(config.asr, item, transcripts)
     except BaseException:
         for opened in decoders if owned else []:
             opened.close()
@@ -79,6 +80,7 @@ def open_run_context(
         evidence=loaded.evidence,
         observation_disabled=disabled,
         asr_unavailable=asr_unavailable,
+        asr_substituted=asr_substituted,
         progress=progress,
         owns_video=owned,
     )
@@ -139,6 +141,34 @@ def _transcripts(
     if not reader.info.has_audio:
         return None, None
     return memories.whisper(), None
+
+
+def _substitution(
+    asr: AsrConfig, item: QuestionInput, transcripts: TranscriptSource | None
+) -> str | None:
+    """Why the transcript read is not the one ``asr.source`` names, or None when it is.
+
+    A question without subtitles under ``asr.source: subtitles`` still reads the stored
+    transcript of its memory; when that one was transcribed (not read from subtitles) the
+    ASR tool sees other words at other times than the config asked for, which a comparison
+    with subtitle-based results must know.
+    """
+    from videotapestry.asr.stored import StoredTranscript
+
+    if asr.source != "subtitles" or item.subtitle_path:
+        return None
+    if not isinstance(transcripts, StoredTranscript):
+        return None
+    stored = transcripts.transcript
+    if stored.source == "subtitles":
+        return None
+    made = f"{stored.source or 'an unrecorded source'}" + (
+        f", {stored.detail}" if stored.detail else ""
+    )
+    return (
+        "asr.source is 'subtitles' but this question has no subtitle file; the ASR tool "
+        f"reads the memory's stored transcript instead ({transcripts.origin}, made by {made})"
+    )
 
 
 def _memory_transcript(

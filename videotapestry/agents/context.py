@@ -48,6 +48,9 @@ class RunContext:
     #: Why the ASR tool cannot run although the method wants it (subtitles missing, Whisper
     #: failed to load); None when it can, or when the video simply has no audio.
     asr_unavailable: str | None = None
+    #: Why the transcript the ASR tool reads is not the one ``asr.source`` names (the
+    #: memory's Whisper transcript standing in for missing subtitles); None when it is.
+    asr_substituted: str | None = None
     progress: ProgressCallback | None = None
     #: LangGraph's custom-stream writer while a graph node runs (``astream(stream_mode="custom")``).
     stream: ProgressCallback | None = None

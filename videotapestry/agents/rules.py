@@ -252,31 +252,43 @@ class QuotedEvidence:
     unmatched: tuple[str, ...] = ()
 
 
+#: A quoted fragment shorter than this names no particular line ("the", "it is"), so only a
+#: whole line may be shorter.
+MIN_FRAGMENT_WORDS = 3
+
+
 def match_evidence_lines(
     evidence: str,
     transcript: Sequence[TranscriptLine],
     *,
     windows: Sequence[Span] | None = None,
     tolerance_s: float = 2.0,
+    fragments: bool = True,
 ) -> QuotedEvidence:
     """Transcript lines the model quoted in ``evidence``, with their true timestamps.
 
-    A quoted line counts only if its words equal a transcript line's words (case,
-    punctuation, brackets and spacing aside) and, when the quote carries a timestamp, that
-    line starts within ``tolerance_s`` of it: a line said several times ("Yeah.") is placed
-    where the quote says, not everywhere it occurs. A quote without a timestamp counts only
-    when its words occur once. Lines outside ``windows`` (the stretches that were actually
-    transcribed) never count. Paraphrases, invented lines and wrong times are returned in
-    ``unmatched``, so the memory only ever holds words that were said, when they were said.
+    A quote counts only if its words (case, punctuation, brackets and spacing aside) are a
+    transcript line's words or, with ``fragments``, a run of at least
+    ``MIN_FRAGMENT_WORDS`` consecutive words of one line or of two adjacent lines: models
+    quote the telling part of a long line, or join a sentence Whisper split in two. The
+    quote stands for the whole line(s) it came from, so the memory holds what was said as
+    transcribed. A whole-line match wins over a fragment one. When the quote carries a
+    timestamp, the line(s) must lie within ``tolerance_s`` of it: a line said several times
+    ("Yeah.") is placed where the quote says, not everywhere it occurs. A quote without a
+    timestamp counts only when its words occur once. Lines outside ``windows`` (the
+    stretches that were actually transcribed) never count. Paraphrases, invented lines and
+    wrong times are returned in ``unmatched``, so the memory only ever holds words that
+    were said, when they were said.
     """
-    pool = [
-        line
-        for line in transcript
-        if windows is None or any(line.start_s <= e and s <= line.end_s for s, e in windows)
-    ]
-    by_text: dict[str, list[TranscriptLine]] = {}
-    for line in pool:
-        by_text.setdefault(_comparable(line.text), []).append(line)
+    pool = sorted(
+        (
+            line
+            for line in transcript
+            if windows is None or any(line.start_s <= e and s <= line.end_s for s, e in windows)
+        ),
+        key=lambda line: line.start_s,
+    )
+    words = [_comparable(line.text).split() for line in pool]
     found: list[TranscriptLine] = []
     unmatched: list[str] = []
     for raw in evidence.splitlines():
@@ -284,18 +296,69 @@ def match_evidence_lines(
             continue
         match = _QUOTED_TIME.match(raw)
         quoted_start = _clock_seconds(match.group(1)) if match else None
-        text = raw[match.end() :] if match else raw
-        candidates = by_text.get(_comparable(text), [])
-        if quoted_start is not None:
-            candidates = [c for c in candidates if abs(c.start_s - quoted_start) <= tolerance_s]
-        if len(candidates) == 1 or (quoted_start is not None and candidates):
-            best = min(candidates, key=lambda c: abs(c.start_s - (quoted_start or c.start_s)))
-            if best not in found:
-                found.append(best)
-        else:
+        quote = _comparable(raw[match.end() :] if match else raw).split()
+        placed = _place_quote(quote, pool, words, quoted_start, tolerance_s, fragments)
+        if placed is None:
             unmatched.append(raw.strip())
+            continue
+        found.extend(line for line in placed if line not in found)
     return QuotedEvidence(
         lines=tuple(sorted(found, key=lambda line: line.start_s)), unmatched=tuple(unmatched)
+    )
+
+
+def _place_quote(
+    quote: list[str],
+    pool: Sequence[TranscriptLine],
+    words: Sequence[list[str]],
+    quoted_start: float | None,
+    tolerance_s: float,
+    fragments: bool,
+) -> tuple[TranscriptLine, ...] | None:
+    """The line(s) ``quote`` came from: whole lines first, then fragments; None when it
+    fits nowhere, or fits several places and no timestamp says which."""
+    if not quote:
+        return None
+    tiers: list[list[tuple[TranscriptLine, ...]]] = [
+        [(line,) for line, said in zip(pool, words, strict=True) if said == quote]
+    ]
+    if fragments and len(quote) >= MIN_FRAGMENT_WORDS:
+        tiers.append(
+            [(line,) for line, said in zip(pool, words, strict=True) if _inside(quote, said)]
+            + [
+                (pool[i], pool[i + 1])
+                for i in range(len(pool) - 1)
+                if _across(quote, words[i], words[i + 1])
+            ]
+        )
+    for tier in tiers:
+        if quoted_start is not None:
+            near = [c for c in tier if _distance(quoted_start, c) <= tolerance_s]
+            if near:
+                return min(near, key=lambda c: _distance(quoted_start, c))
+        elif tier:
+            # The first tier that fits decides; several fits and no time say nothing.
+            return tier[0] if len(tier) == 1 else None
+    return None
+
+
+def _distance(t: float, lines: tuple[TranscriptLine, ...]) -> float:
+    """Seconds from ``t`` to where the lines were said (0 inside them)."""
+    return max(lines[0].start_s - t, t - lines[-1].end_s, 0.0)
+
+
+def _inside(quote: list[str], said: list[str]) -> bool:
+    """Whether ``quote`` is a run of consecutive words of ``said``."""
+    n = len(quote)
+    return any(said[i : i + n] == quote for i in range(len(said) - n + 1))
+
+
+def _across(quote: list[str], first: list[str], second: list[str]) -> bool:
+    """Whether ``quote`` ends ``first`` and goes on into ``second`` (a word of each)."""
+    return any(
+        first[len(first) - taken :] == quote[:taken]
+        and second[: len(quote) - taken] == quote[taken:]
+        for taken in range(1, min(len(quote), len(first) + 1))
     )
 
 

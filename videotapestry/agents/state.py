@@ -125,6 +125,7 @@ class Observation(_Model):
 DegradationKind = Literal[
     "visual_lost",  # frames could not be decoded, or the visual observation call failed
     "asr_lost",  # no transcript (Whisper failed, subtitles missing) or the ASR call failed
+    "asr_substituted",  # another transcript than asr.source names (stored, for subtitles)
     "call_fallback",  # a planning, update or decision call failed and took its fallback
     "update_rejected",  # some entries of an update reply were unusable; originals kept
     "answer_fallback",  # the Answer agent gave no usable letter: the letter is a guess

@@ -174,8 +174,13 @@ async def observe_speech(
         if not exc.recoverable:
             raise
         return record.model_copy(update={"error": str(exc)}), lines
+    asr = ctx.config.asr
     quoted = match_evidence_lines(
-        reply.asr_evidence, lines, windows=[(w.start_s, w.end_s) for w in windows]
+        reply.asr_evidence,
+        lines,
+        windows=[(w.start_s, w.end_s) for w in windows],
+        tolerance_s=asr.quote_tolerance_s,
+        fragments=asr.quote_fragments,
     )
     return (
         record.model_copy(

@@ -2,7 +2,10 @@
 
 As in the paper, Direct sends individual frames (no grids, which are part of VideoTapestry's
 own observation design) to the same model, at most ``agents.direct.max_frames`` (50) and
-within the per-call image cap. Timestamps go in the prompt text, not into the pixels.
+within the per-call image cap. That cap is the ``direct`` role's own (``max_images``) when
+set: the paper gives each backbone as many frames as its gateway accepts (GPT 50, Qwen3.7-Plus
+196, Qwen3.6-27B 396), while the method's observation calls keep ``images.max_per_call``.
+Timestamps go in the prompt text, not into the pixels.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from videotapestry.agents.context import RunContext
 from videotapestry.agents.state import EvidenceRef
 from videotapestry.images import ImagePart
 from videotapestry.timecode import format_timestamp
+from videotapestry.variants import DIRECT_ROLE
 from videotapestry.video import (
     decode_indices,
     frame_images,
@@ -26,11 +30,13 @@ from videotapestry.video import (
 async def direct_frames(ctx: RunContext) -> list[ImagePart]:
     video = ctx.require_video("the Direct baseline")
     settings = ctx.config.agents.direct
-    budget = individual_frame_budget(ctx.config.images, settings)
+    cap = ctx.config.models.settings_for(DIRECT_ROLE).max_images
+    sent = ctx.config.images.model_copy(update={"max_per_call": cap}) if cap else ctx.config.images
+    budget = individual_frame_budget(sent, settings)
     indices = uniform_indices(video, 0.0, video.info.duration_s, budget)
     frames = await asyncio.to_thread(decode_indices, ctx.decoders, indices)
     images = await asyncio.to_thread(
-        frame_images, frames, ctx.config.images, max_frames=settings.max_frames, label=False
+        frame_images, frames, sent, max_frames=settings.max_frames, label=False
     )
     ctx.images.extend(images)
     return images

@@ -37,6 +37,18 @@ class AsrConfig(StrictModel):
         description="transcript cache directory (one JSON file per video window and model); "
         "null uses $XDG_CACHE_HOME/videotapestry/transcripts",
     )
+    quote_tolerance_s: float = Field(
+        2.0,
+        ge=0.0,
+        description="a quoted transcript line with a timestamp counts only where it was said "
+        "within this many seconds of that time",
+    )
+    quote_fragments: bool = Field(
+        True,
+        description="a quote may be a run of words of one transcript line or of two adjacent "
+        "ones (it stands for those lines); false counts whole lines only, the strictest "
+        "reading of the paper's verbatim evidence",
+    )
     memory_transcript: bool = Field(
         True,
         description="read the transcript a built memory stores (transcript.json) instead of "

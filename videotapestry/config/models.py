@@ -75,6 +75,19 @@ class ModelSettings(StrictModel):
         default_factory=dict,
         description="extra request fields for servers that need them (e.g. vLLM options)",
     )
+    max_images: int | None = Field(
+        None,
+        gt=0,
+        description="images one call of this role may carry (the gateway's upload limit for "
+        "its model); null uses images.max_per_call. The Direct baseline sends this many "
+        "uniform frames at most",
+    )
+    harness_headers: bool = Field(
+        False,
+        description="send x-videotapestry-role/prompt/level headers with each call, for the "
+        "fake test server and proxies that route by role; off, an endpoint sees only what "
+        "the SDK sends",
+    )
 
 
 def _all_optional(model: type[BaseModel], name: str) -> type[BaseModel]:

@@ -5,11 +5,11 @@ retries with exponential backoff that honour ``Retry-After``, timeouts, connecti
 and the ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` environment conventions. This class adds
 what the SDK does not: negotiating the JSON output mode with servers that lack
 ``json_schema`` (or ``json_object``) support, role/prompt/level headers for proxies and the
-test server,
-and translation of SDK exceptions into our typed errors. A server's error body may echo the
-key ("Incorrect API key provided: sk-…"), so every message of those errors is scrubbed of
-the key and of anything shaped like one, and the SDK exception (which holds the body) is not
-chained onto them, so no traceback can print it either.
+test server (only when ``harness_headers`` is set), and translation of SDK exceptions into
+our typed errors. A server's error body may echo the key ("Incorrect API key provided:
+sk-…"), so every message of those errors is scrubbed of the key and of anything shaped like
+one, and the SDK exception (which holds the body) is not chained onto them, so no traceback
+can print it either.
 """
 
 from __future__ import annotations
@@ -85,12 +85,15 @@ class OpenAICompatibleClient:
         kwargs: dict[str, Any] = {
             "model": settings.model,
             "messages": [_wire_message(m, settings.image_detail) for m in request.messages],
-            "extra_headers": {
+        }
+        if settings.harness_headers:
+            # Which agent, prompt and memory level asked is ours to know; a real endpoint
+            # is not told unless the config says it wants to route on it.
+            kwargs["extra_headers"] = {
                 ROLE_HEADER: request.role,
                 PROMPT_HEADER: request.prompt_name or "",
                 LEVEL_HEADER: request.level or "",
-            },
-        }
+            }
         if settings.temperature is not None:
             kwargs["temperature"] = settings.temperature
         if settings.reasoning_effort is not None:

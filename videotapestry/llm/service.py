@@ -195,11 +195,16 @@ class ModelService:
         """The reply to ``request``. ``checked`` replies are stored by ``remember`` once the
         caller has validated them (unless ``cache.keep_failed_replies``); ``fresh`` skips the
         cache lookup."""
-        cap = self.config.images.max_per_call
+        cap = request.settings.max_images or self.config.images.max_per_call
         if request.image_count > cap:
+            where = (
+                f"models.roles.{request.role}.max_images"
+                if request.settings.max_images
+                else "images.max_per_call"
+            )
             raise ImageLimitError(
                 f"{request.role} call carries {request.image_count} images, more than "
-                f"images.max_per_call={cap}",
+                f"{where}={cap}",
                 role=request.role,
             )
         client, limit = self._client(request)

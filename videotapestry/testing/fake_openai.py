@@ -4,7 +4,8 @@ The point is to exercise the real ``openai`` SDK code path (HTTP, retries, timeo
 classes, JSON decoding) without a network or a model, while letting a test decide exactly what
 each agent role gets back. Replies are keyed by the ``x-videotapestry-role`` request header so a
 multi-agent pipeline can be scripted per role rather than by global call order, which would make
-tests brittle against harmless reordering of concurrent calls.
+tests brittle against harmless reordering of concurrent calls. The client sends that header only
+when ``models.<role>.harness_headers`` is true, so a config aimed here sets it.
 
 Standard library only, so it can ship inside the package and run in any test environment.
 """
@@ -38,6 +39,8 @@ __all__ = [
 
 ROLE_HEADER = "x-videotapestry-role"
 PROMPT_HEADER = "x-videotapestry-prompt"
+#: The client setting that makes it send the role/prompt/level headers.
+HEADERS_SETTING = "models.default.harness_headers"
 IMAGE_TOKENS = 85  # what OpenAI charges for a low-detail image; keeps estimates plausible
 
 # Errors raised when the client has already hung up (timeouts, cancelled tasks); they are
@@ -479,6 +482,10 @@ class FakeOpenAIServer:
         if reply is None:
             # 400, not 5xx, so the SDK fails fast instead of retrying into the same gap.
             message = f"fake server: no reply scripted for role '{request.role}'"
+            if request.role is None:
+                message += (
+                    f" (the request carried no {ROLE_HEADER} header: set {HEADERS_SETTING}=true)"
+                )
             return _Response(400, _error_body(message))
         return self._render(request, reply)
 

@@ -46,7 +46,10 @@ class ScriptedModel:
         self.macro_choice = ["macro_0002"]
 
     def __call__(self, request: RecordedRequest) -> Reply:
-        name = request.prompt or ""
+        if request.prompt is None:
+            # Replies are chosen by prompt, which only the harness headers carry.
+            raise LookupError("no x-videotapestry-prompt header: set harness_headers=true")
+        name = request.prompt
         override = self.overrides.get(name)
         if override is not None:
             return override(request) if callable(override) else override

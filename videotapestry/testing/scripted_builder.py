@@ -334,6 +334,7 @@ def offline_build_overrides(base_url: str, *extra: str) -> list[str]:
     (no network): MiniLM embeddings, Whisper tiny.en, quick retries."""
     return [
         f"models.default.base_url={base_url}",
+        "models.default.harness_headers=true",
         "models.default.model=fake-vlm",
         "models.default.timeout_s=10",
         "models.default.max_retries=1",
