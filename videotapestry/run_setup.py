@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from videotapestry.agents.context import ProgressCallback, RunContext
 from videotapestry.agents.state import QuestionInput
-from videotapestry.asr import TranscriptSource, make_transcript_source
+from videotapestry.asr import SubtitleSource, TranscriptSource, make_transcript_source
 from videotapestry.memory import VideoMemory
 from videotapestry.memory_cache import MemoryCache
 from videotapestry.video import FrameCache, VideoReader, open_video, with_cache
@@ -58,10 +58,24 @@ def open_run_context(
     reader = decoders[0] if decoders else None
     video_fp = reader.info.fingerprint if reader is not None else None
     try:
-        loaded = memories.load(memory, video_fingerprint=video_fp)
         transcripts, asr_unavailable = _transcripts(
             config.asr, memories, reader, memory, item, video_fp
         )
+        if isinstance(transcripts, SubtitleSource):
+            # Read first, so a file with no usable cue stops the question before the memory
+            # is loaded or any model is called.
+            cues = len(transcripts.lines())
+            if progress is not None:
+                progress(
+                    {
+                        "level": "setup",
+                        "step": "subtitles",
+                        "file": str(transcripts.path),
+                        "encoding": transcripts.encoding,
+                        "cues": cues,
+                    }
+                )
+        loaded = memories.load(memory, video_fingerprint=video_fp)
     except BaseException:
         for opened in decoders if owned else []:
             opened.close()

@@ -1,0 +1,138 @@
+"""A hostile user's trial: every command fed bad inputs, in-process through ``cli.main``.
+
+Each case must end with a clear one-line error (or a recorded failure) and the documented exit
+status, never a traceback and never exit 0 in silence. The cases, by class:
+
+subtitles (issue 23 item 12)
+  ask, eval and build-memory given a subtitle file that is binary garbage, UTF-16 without a
+  byte-order mark, or empty: an error naming the file (eval: the question's failed record).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from method_support import OPTIONS, QUESTION, SAMPLE, cli_args
+
+from videotapestry.cli import main
+from videotapestry.testing import FakeOpenAIServer
+from videotapestry.testing.media import make_test_video
+from videotapestry.testing.scripted import ScriptedModel
+from videotapestry.testing.scripted_builder import offline_build_overrides
+
+SRT = "1\n00:00:01,000 --> 00:00:03,000\nThe oven is set to 220 degrees.\n"
+#: name -> bytes of a subtitle file with no usable cue
+BAD_SUBTITLES = {
+    "garbage.srt": bytes(range(128, 256)) * 16,
+    "utf16.srt": SRT.encode("utf-16-le"),  # no byte-order mark
+    "empty.srt": b"",
+}
+OPTION_ARGS = [x for option in OPTIONS for x in ("--option", option)]
+
+
+@pytest.fixture(scope="module")
+def short_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("bad") / "short.mp4"
+    make_test_video(path, 20, fps=2, size=(96, 54), scene_s=10)
+    return path
+
+
+@pytest.fixture
+def bad_subtitles(tmp_path: Path) -> dict[str, Path]:
+    paths = {}
+    for name, data in BAD_SUBTITLES.items():
+        paths[name] = tmp_path / name
+        paths[name].write_bytes(data)
+    return paths
+
+
+@pytest.fixture
+def quiet_server(api_key: str) -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as server:
+        server.on(None, ScriptedModel())
+        yield server
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """(exit status, stderr) of one command; a traceback anywhere fails the test."""
+    status = main(list(args))
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out, captured.err
+    return status, captured.err
+
+
+def test_ask_refuses_subtitles_with_no_usable_cue(
+    quiet_server: FakeOpenAIServer,
+    video: Path,
+    bad_subtitles: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, path in bad_subtitles.items():
+        status, err = run_cli(
+            capsys, "ask", str(video), "--memory", str(SAMPLE), "--question", QUESTION,
+            *OPTION_ARGS, "--subtitles", str(path), "--trace", str(tmp_path / "t.json"),
+            "--quiet", *cli_args(quiet_server),
+        )  # fmt: skip
+        assert status == 2, (name, err)
+        assert err.startswith("videotapestry: error: subtitle file") and str(path) in err
+    assert quiet_server.requests == []  # refused before any model call
+
+
+def test_eval_records_each_bad_subtitle_file_by_name(
+    quiet_server: FakeOpenAIServer,
+    video: Path,
+    bad_subtitles: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    memories = tmp_path / "memories"
+    memories.mkdir()
+    os.symlink(SAMPLE, memories / video.stem)
+    annotations = tmp_path / "q.jsonl"
+    rows = [
+        {"id": f"q{n}", "video": video.name, "question": QUESTION, "options": OPTIONS,
+         "answer": "B", "subtitles": name}
+        for n, name in enumerate(bad_subtitles)
+    ]  # fmt: skip
+    annotations.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    run = tmp_path / "run"
+    status, _ = run_cli(
+        capsys, "eval", "--benchmark", "jsonl", "--annotations", str(annotations),
+        "--videos", str(video.parent), "--memories", str(memories), "--out", str(run),
+        "--subtitles", str(tmp_path), "--quiet", *cli_args(quiet_server),
+    )  # fmt: skip
+    assert status == 1  # every question failed, each with its own file named
+    records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    records = [r for r in records if "question_id" in r]
+    assert sorted(r["status"] for r in records) == ["failed"] * len(bad_subtitles)
+    by_id = sorted(records, key=lambda r: r["question_id"])
+    for record, name in zip(by_id, bad_subtitles, strict=True):
+        assert str(tmp_path / name) in record["error"]
+    assert quiet_server.requests == []
+
+
+def test_build_memory_stops_on_subtitles_with_no_usable_cue(
+    short_video: Path,
+    bad_subtitles: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    api_key: str,
+) -> None:
+    with FakeOpenAIServer() as server:
+        overrides = offline_build_overrides(server.base_url, "cache.enabled=false")
+        options = [x for override in overrides for x in ("-o", override)]
+        for name, path in bad_subtitles.items():
+            out = tmp_path / f"memory-{name}"
+            status, err = run_cli(
+                capsys, "build-memory", str(short_video), str(out), "--subtitles", str(path),
+                "--quiet", *options,
+            )  # fmt: skip
+            assert status == 2, (name, err)
+            assert str(path) in err
+            assert not (out / "memory.json").exists() and not (out / "transcript.json").exists()
+        assert server.requests == []
