@@ -6,6 +6,12 @@ status, never a traceback and never exit 0 in silence. The cases, by class:
 subtitles (issue 23 item 12)
   ask, eval and build-memory given a subtitle file that is binary garbage, UTF-16 without a
   byte-order mark, or empty: an error naming the file (eval: the question's failed record).
+
+numbers and questions (item 13)
+  ask --subtitle-offset nan / inf / -inf: a usage error (exit 2); ask with two options of the
+  same text, or an option over two lines: refused before any call (exit 2); ask with a
+  memory that records no fingerprint and whose length is not the video's: refused (exit 2),
+  naming the memory.
 """
 
 from __future__ import annotations
@@ -136,3 +142,51 @@ def test_build_memory_stops_on_subtitles_with_no_usable_cue(
             assert str(path) in err
             assert not (out / "memory.json").exists() and not (out / "transcript.json").exists()
         assert server.requests == []
+
+
+@pytest.mark.parametrize("offset", ["nan", "inf", "-inf", "ten"])
+def test_ask_refuses_an_offset_that_is_not_finite(
+    offset: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["ask", "v.mp4", "--memory", str(SAMPLE), "--question", QUESTION,
+              "--subtitles", "s.srt", f"--subtitle-offset={offset}"])  # fmt: skip
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert "--subtitle-offset" in err and offset in err and "Traceback" not in err
+
+
+BAD_OPTIONS = {
+    "same text": ["A. Paris", "B. London", "C. paris"],
+    "two lines": ["A. Paris\nB. London", "C. Rome"],
+}
+
+
+def test_ask_refuses_options_that_are_not_distinct_single_lines(
+    quiet_server: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for problem, options in BAD_OPTIONS.items():
+        status, err = run_cli(
+            capsys, "ask", "--memory", str(SAMPLE), "--question", QUESTION,
+            *[x for option in options for x in ("--option", option)], "--quiet",
+            *cli_args(quiet_server),
+        )  # fmt: skip
+        assert status == 2, problem
+        assert ("same text" if problem == "same text" else "several lines") in err
+    assert quiet_server.requests == []
+
+
+def test_a_memory_of_another_length_without_fingerprint_is_refused(
+    quiet_server: FakeOpenAIServer,
+    short_video: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # SAMPLE covers 20 minutes and records no fingerprint; the video lasts 20 s.
+    status, err = run_cli(
+        capsys, "ask", str(short_video), "--memory", str(SAMPLE), "--question", QUESTION,
+        *OPTION_ARGS, "--quiet", *cli_args(quiet_server),
+    )  # fmt: skip
+    assert status == 2
+    assert str(SAMPLE) in err and "records no video fingerprint" in err and "20.0 s" in err
+    assert quiet_server.requests == []

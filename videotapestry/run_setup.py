@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from videotapestry.agents.context import ProgressCallback, RunContext
 from videotapestry.agents.state import QuestionInput
 from videotapestry.asr import SubtitleSource, TranscriptSource, make_transcript_source
-from videotapestry.memory import VideoMemory
+from videotapestry.memory import VideoMemory, check_duration
 from videotapestry.memory_cache import MemoryCache
 from videotapestry.video import FrameCache, VideoReader, open_video, with_cache
 
@@ -76,6 +76,14 @@ def open_run_context(
                     }
                 )
         loaded = memories.load(memory, video_fingerprint=video_fp)
+        if reader is not None:
+            origin = "the memory" if isinstance(memory, VideoMemory) else str(memory)
+            check_duration(
+                loaded.memory.manifest,
+                loaded.memory.duration,
+                reader.info.duration_s,
+                origin=origin,
+            )
     except BaseException:
         for opened in decoders if owned else []:
             opened.close()

@@ -17,6 +17,7 @@ from videotapestry.commands.common import (
     default_trace_path,
     facade,
     finish,
+    finite_float,
     progress_printer,
 )
 
@@ -39,7 +40,7 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
     )
     parser.add_argument("--no-video", action="store_true", help="disable observation")
     parser.add_argument("--subtitles", metavar="FILE", help="subtitle file (SRT, WebVTT, LVB JSON)")
-    parser.add_argument("--subtitle-offset", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--subtitle-offset", type=finite_float, default=0.0, metavar="SECONDS")
     parser.add_argument("--question-id", help="id for traces (default: a hash of the question)")
     parser.add_argument(
         "--trace", metavar="PATH", help="trace JSON (default: ./videotapestry-traces)"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -57,6 +58,18 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prompts-dir", metavar="DIR", help="directory of templates overriding shipped ones"
     )
+
+
+def finite_float(text: str) -> float:
+    """An argparse type: a number of seconds that must be finite (``nan``/``inf`` parse as
+    floats, and would shift every subtitle line to nowhere)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, got {text!r}")
+    return value
 
 
 def config_overrides(args: argparse.Namespace, *flag_overrides: str) -> list[str]:
