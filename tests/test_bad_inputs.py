@@ -12,12 +12,19 @@ numbers and questions (item 13)
   same text, or an option over two lines: refused before any call (exit 2); ask with a
   memory that records no fingerprint and whose length is not the video's: refused (exit 2),
   naming the memory.
+
+JSON (item 16)
+  a document nested 100 000 levels deep, and a 5000-digit number (Python refuses to convert
+  it), as: a MemDreamer graph and a subgraph file in a root import (the other video still
+  imports; exit 2 naming the failed ones), a native memory.json read by inspect and ask, and
+  an annotations line read by eval: exit 2 naming the file (and line).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -190,3 +197,63 @@ def test_a_memory_of_another_length_without_fingerprint_is_refused(
     assert status == 2
     assert str(SAMPLE) in err and "records no video fingerprint" in err and "20.0 s" in err
     assert quiet_server.requests == []
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+HUGE = '{"version": ' + "7" * 5000 + "}"
+RELEASED = Path(__file__).parent / "fixtures" / "memdreamer_released"
+
+
+def test_a_root_import_survives_deep_and_huge_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "release"
+    shutil.copytree(RELEASED, root)
+    shutil.copytree(RELEASED / "kitchen_0001", root / "kitchen_0003")
+    (root / "harbour_0002" / "phase4" / "hierarchical_graph.json").write_text(DEEP)
+    subgraph = "phase2_topdown/episode_0001/episode_0001/step5_subgraph.json"
+    (root / "kitchen_0003" / subgraph).write_text(HUGE)
+    dest = tmp_path / "natives"
+    status, err = run_cli(capsys, "import-memdreamer", str(root), str(dest))
+    assert status == 2
+    lines = err.splitlines()
+    assert lines[0].startswith("failed harbour_0002: ") and "hierarchical_graph.json" in lines[0]
+    assert "too deeply" in lines[0]
+    assert lines[1].startswith("failed kitchen_0003: ") and "step5_subgraph.json" in lines[1]
+    assert "4300 digits" in lines[1]
+    assert (dest / "kitchen_0001" / "memory.json").is_file()  # the good video imported
+    assert not (dest / "harbour_0002").exists() and not (dest / "kitchen_0003").exists()
+
+
+@pytest.mark.parametrize("document", [DEEP, HUGE], ids=["deep", "huge"])
+def test_a_native_memory_of_bad_json_is_named(
+    document: str,
+    quiet_server: FakeOpenAIServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    memory = tmp_path / "memory"
+    assert main(["import-memdreamer", str(RELEASED / "kitchen_0001"), str(memory)]) == 0
+    (memory / "memory.json").write_text(document)
+    capsys.readouterr()
+    status, err = run_cli(capsys, "inspect", str(memory))
+    assert status == 2 and str(memory / "memory.json") in err
+    status, err = run_cli(
+        capsys, "ask", "--memory", str(memory), "--question", QUESTION, *OPTION_ARGS,
+        "--quiet", *cli_args(quiet_server),
+    )  # fmt: skip
+    assert status == 2 and str(memory / "memory.json") in err
+    assert quiet_server.requests == []
+
+
+def test_an_annotation_line_of_bad_json_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, line in (("deep", DEEP), ("huge", HUGE)):
+        annotations = tmp_path / f"{name}.jsonl"
+        good = {"id": "q0", "video": "v.mp4", "question": QUESTION, "options": OPTIONS}
+        annotations.write_text(json.dumps(good) + "\n" + line + "\n")
+        status, err = run_cli(
+            capsys, "eval", "--benchmark", "jsonl", "--annotations", str(annotations), "--list"
+        )
+        assert status == 2 and f"{annotations}:2" in err, err

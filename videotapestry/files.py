@@ -4,6 +4,11 @@ Memories, checkpoints, caches, traces and run files are read back by later runs,
 a crash or a kill. A reader must never see half a file, so every writer here goes through
 ``replacing``: the data lands in a temporary file beside the target (same file system, so
 ``os.replace`` is atomic), is flushed to disk, and only then takes the target's name.
+
+The reading side, ``parse_json``, is here for the same reason: files read back may have
+been damaged or edited by hand, and every reader must turn a bad document (malformed,
+nested deeper than any file we write, a number too long to convert) into one error naming
+the file rather than a ``RecursionError`` traceback.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -50,3 +55,21 @@ def json_text(data: Any) -> str:
 
 def write_json_atomic(path: str | Path, data: Any) -> None:
     write_atomic(path, json_text(data))
+
+
+def parse_json(
+    text: str | bytes, source: str, error: Callable[[str], Exception] = ValueError
+) -> Any:
+    """The JSON document ``text`` from ``source`` (a path, or ``path:line``); ``error``
+    makes the exception for a document that is malformed, nested deeper than the
+    decoder's recursion allows, or holds a number Python refuses to convert."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(
+            f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+    except RecursionError:
+        raise error(f"{source} nests JSON too deeply to read (about 1000 levels or more)") from None
+    except ValueError as exc:  # e.g. an integer of over 4300 digits
+        raise error(f"{source} is not JSON this program can read: {exc}") from None

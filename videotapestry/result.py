@@ -26,7 +26,7 @@ from videotapestry.agents.state import (
     QuestionInput,
 )
 from videotapestry.errors import VideoTapestryError
-from videotapestry.files import write_atomic
+from videotapestry.files import parse_json, write_atomic
 from videotapestry.images import ImagePart
 from videotapestry.llm.usage import UsageSummary
 from videotapestry.trace import Trace, TraceEvent
@@ -276,11 +276,10 @@ def read_trace(path: str | Path) -> dict[str, Any]:
     reads; a clear error otherwise (missing file, not JSON, another format)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_bytes()
     except OSError as exc:
         raise VideoTapestryError(f"cannot read trace {path}: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise VideoTapestryError(f"trace {path} is not valid JSON: {exc}") from None
+    data = parse_json(text, f"trace {path}", VideoTapestryError)
     if not isinstance(data, dict) or data.get("format") != TRACE_FORMAT or "handoff" not in data:
         raise VideoTapestryError(
             f"{path} is not a trace this version reads (saved by an older version, or not a "
