@@ -18,6 +18,12 @@ JSON (item 16)
   it), as: a MemDreamer graph and a subgraph file in a root import (the other video still
   imports; exit 2 naming the failed ones), a native memory.json read by inspect and ask, and
   an annotations line read by eval: exit 2 naming the file (and line).
+
+command-line text and Ctrl-C (item 14)
+  a Latin-1 byte in ask's --question, in eval's --ids and in config show's -o, in-process
+  (as Python hands it over) and as real bytes in a subprocess: exit 2 naming the argument;
+  SIGINT to ask and to build-memory while a model call is pending: one line, exit 130.
+
 """
 
 from __future__ import annotations
@@ -25,6 +31,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,7 +42,7 @@ import pytest
 from method_support import OPTIONS, QUESTION, SAMPLE, cli_args
 
 from videotapestry.cli import main
-from videotapestry.testing import FakeOpenAIServer
+from videotapestry.testing import FakeOpenAIServer, FakeReply
 from videotapestry.testing.media import make_test_video
 from videotapestry.testing.scripted import ScriptedModel
 from videotapestry.testing.scripted_builder import offline_build_overrides
@@ -257,3 +267,98 @@ def test_an_annotation_line_of_bad_json_is_named(
             capsys, "eval", "--benchmark", "jsonl", "--annotations", str(annotations), "--list"
         )
         assert status == 2 and f"{annotations}:2" in err, err
+
+
+LATIN1 = os.fsdecode(b"caf\xe9?")  # how Python passes a byte that is not UTF-8
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ask", "--memory", str(SAMPLE), "--question", LATIN1],
+        ["eval", "--benchmark", "jsonl", "--annotations", "q.jsonl", "--ids", LATIN1],
+        ["config", "show", "-o", f"agents.focus.note={LATIN1}"],
+    ],
+    ids=["ask", "eval", "config"],
+)
+def test_command_line_text_that_is_not_utf8_is_refused(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, err = run_cli(capsys, *args)
+    assert status == 2
+    assert "is not UTF-8 text (byte 0xe9)" in err and "caf\\xe9?" in err
+    assert err.count("\n") == 1
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli_process(*args: bytes | str, key: str) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_BASE_URL"}
+    env.update(OPENAI_API_KEY=key, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    return subprocess.Popen(
+        [sys.executable, "-m", "videotapestry.cli", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def test_real_latin1_bytes_on_the_command_line(api_key: str) -> None:
+    process = cli_process("ask", "--memory", str(SAMPLE), "--question", b"caf\xe9?", key=api_key)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2
+    assert err.decode().strip() == (
+        'videotapestry: error: argument 5 ("caf\\xe9?") is not UTF-8 text (byte 0xe9); give '
+        "command-line text in UTF-8 (check the terminal's or the script's encoding)"
+    )
+
+
+def interrupt_when_asked(
+    runs: list[tuple[FakeOpenAIServer, subprocess.Popen[bytes]]],
+) -> list[str]:
+    """SIGINT to each process once it waits on its first model call; their stderr after."""
+    waiting = list(runs)
+    deadline = time.monotonic() + 120
+    while waiting and time.monotonic() < deadline:
+        for server, process in list(waiting):
+            if server.requests or process.poll() is not None:
+                process.send_signal(signal.SIGINT)
+                waiting.remove((server, process))
+        time.sleep(0.1)
+    assert not waiting, "no model call within 120 s"
+    return [process.communicate(timeout=60)[1].decode() for _, process in runs]
+
+
+def test_ctrl_c_in_ask_and_build_memory_ends_with_one_line_and_130(
+    short_video: Path, tmp_path: Path, api_key: str
+) -> None:
+    with FakeOpenAIServer() as for_ask, FakeOpenAIServer() as for_build:
+        for server in (for_ask, for_build):
+            server.on(None, lambda _request: FakeReply.stall(120))
+        overrides = offline_build_overrides(
+            for_build.base_url,
+            "cache.enabled=false",
+            "builder.ocr.engine=none",
+            "models.default.timeout_s=120",
+        )
+        # Both start at once: most of each one's time is loading models before its first call.
+        ask = cli_process(
+            "ask", "--memory", str(SAMPLE), "--question", QUESTION, *OPTION_ARGS, "--quiet",
+            "--trace", str(tmp_path / "t.json"), *cli_args(for_ask), key=api_key,
+        )  # fmt: skip
+        build = cli_process(
+            "build-memory", str(short_video), str(tmp_path / "memory"), "--quiet",
+            *[x for override in overrides for x in ("-o", override)], key=api_key,
+        )  # fmt: skip
+        ask_err, err = interrupt_when_asked([(for_ask, ask), (for_build, build)])
+        assert for_ask.requests and for_build.requests  # interrupted while a call was pending
+        assert ask.returncode == 130, ask_err
+        assert ask_err.strip() == "videotapestry: interrupted; nothing was saved for this question"
+        assert build.returncode == 130, err
+        assert err.strip().splitlines()[-1] == (
+            "videotapestry: interrupted; the finished stages are checkpointed, run the same "
+            "command again to resume"
+        )
+        assert "Traceback" not in err

@@ -3,7 +3,7 @@
 Exit status: 0 answered; 2 an error stopped it (bad input, a configuration the server
 rejects, a refused key); 3 answered, but the run lost part of the method
 (``Result.degraded``: ASR or frames lost, a call that took its fallback, a guessed answer),
-each loss printed on stderr; ``--allow-degraded`` turns 3 into 0.
+each loss printed on stderr; ``--allow-degraded`` turns 3 into 0; 130 stopped with Ctrl-C.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from videotapestry.commands.common import (
     facade,
     finish,
     finite_float,
+    interrupted,
     progress_printer,
 )
 
@@ -57,7 +58,10 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
 
 
 def run(args: argparse.Namespace) -> int:
-    return asyncio.run(_ask(args))
+    try:
+        return asyncio.run(_ask(args))
+    except KeyboardInterrupt:
+        return interrupted("nothing was saved for this question")
 
 
 async def _ask(args: argparse.Namespace) -> int:

@@ -36,6 +36,9 @@ EXIT_ERROR = 2
 #: Answered, but the run differs from the method (see ``Result.degraded``).
 EXIT_DEGRADED = 3
 
+#: Stopped with Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+
 #: How ``cli`` hands each command the shared config options for its parser.
 AddConfigOptions = Callable[[argparse.ArgumentParser], None]
 
@@ -58,6 +61,12 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prompts-dir", metavar="DIR", help="directory of templates overriding shipped ones"
     )
+
+
+def interrupted(what: str) -> int:
+    """One line on stderr for a Ctrl-C, saying what was kept; the status to exit with."""
+    print(f"\nvideotapestry: interrupted; {what}", file=sys.stderr, flush=True)
+    return EXIT_INTERRUPTED
 
 
 def finite_float(text: str) -> float:
