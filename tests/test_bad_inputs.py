@@ -24,6 +24,11 @@ command-line text and Ctrl-C (item 14)
   (as Python hands it over) and as real bytes in a subprocess: exit 2 naming the argument;
   SIGINT to ask and to build-memory while a model call is pending: one line, exit 130.
 
+saved traces (item 17)
+  inspect, inspect --html and reanswer given a saved trace edited by hand: a required field
+  deleted (result.question_id, a level's agent), a value of the wrong type (result.answer,
+  a usage count), no level at all (a partial trace), the file cut in half: exit 2 naming the
+  field (or the JSON error), and reanswer makes no model call.
 """
 
 from __future__ import annotations
@@ -362,3 +367,67 @@ def test_ctrl_c_in_ask_and_build_memory_ends_with_one_line_and_130(
             "command again to resume"
         )
         assert "Traceback" not in err
+
+
+@pytest.fixture(scope="module")
+def saved_trace(video: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One real ask's trace (the scripted model over the fake server)."""
+    trace = tmp_path_factory.mktemp("trace") / "q.json"
+    with pytest.MonkeyPatch.context() as patch, FakeOpenAIServer() as server:
+        patch.setenv("OPENAI_API_KEY", "sk-test-bad-inputs-0123456789abcdef")
+        server.on(None, ScriptedModel())
+        status = main(["ask", str(video), "--memory", str(SAMPLE), "--question", QUESTION,
+                       *OPTION_ARGS, "--trace", str(trace), "--quiet", "--allow-degraded",
+                       *cli_args(server)])  # fmt: skip
+    assert status == 0
+    yield trace
+
+
+def _edited(data: dict, edit: str) -> dict | str:
+    if edit == "no question_id":
+        del data["result"]["question_id"]
+    elif edit == "no agent":
+        del data["levels"][0]["agent"]
+    elif edit == "answer is a number":
+        data["result"]["answer"] = 5
+    elif edit == "usage count is text":
+        data["result"]["usage"]["calls"] = "many"
+    elif edit == "no level":
+        data["levels"] = []
+    return data
+
+
+TRACE_EDITS = {
+    "no question_id": "result.question_id: Field required",
+    "no agent": "levels.0.agent: Field required",
+    "answer is a number": "result.answer: Input should be a valid string",
+    "usage count is text": "result.usage.calls: Input should be a valid integer",
+    "no level": "levels: List should have at least 1 item",
+    "cut in half": "is not valid JSON",
+}
+
+
+def test_hand_edited_traces_are_refused_naming_the_field(
+    saved_trace: Path,
+    quiet_server: FakeOpenAIServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    original = saved_trace.read_text(encoding="utf-8")
+    for edit, problem in TRACE_EDITS.items():
+        trace = tmp_path / f"{edit.replace(' ', '-')}.json"
+        if edit == "cut in half":
+            trace.write_text(original[: len(original) // 2], encoding="utf-8")
+        else:
+            trace.write_text(json.dumps(_edited(json.loads(original), edit)), encoding="utf-8")
+        for command in (
+            ["inspect", str(trace)],
+            ["inspect", str(trace), "--html", str(tmp_path / "page.html")],
+            ["reanswer", str(trace), "--variant", "refined_super_only", "--memory", str(SAMPLE),
+             *cli_args(quiet_server)],
+        ):  # fmt: skip
+            status, err = run_cli(capsys, *command)
+            assert status == 2, (edit, command[0], err)
+            assert str(trace) in err and problem in err, (edit, err)
+        assert not (tmp_path / "page.html").exists()
+    assert quiet_server.requests == []  # nothing answered from a trace that fails validation
