@@ -29,6 +29,11 @@ saved traces (item 17)
   deleted (result.question_id, a level's agent), a value of the wrong type (result.answer,
   a usage count), no level at all (a partial trace), the file cut in half: exit 2 naming the
   field (or the JSON error), and reanswer makes no model call.
+
+every command (items 14 and 16)
+  each of the 13 commands given a non-UTF-8 argument: exit 2 naming it; chat given a script
+  of deep JSON or of Latin-1 bytes, eval-report and compare given a run whose run.json nests
+  too deeply: exit 2 naming the file.
 """
 
 from __future__ import annotations
@@ -44,9 +49,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from eval_support import record as result_record
 from method_support import OPTIONS, QUESTION, SAMPLE, cli_args
 
-from videotapestry.cli import main
+from videotapestry.cli import COMMANDS, build_parser, main
 from videotapestry.testing import FakeOpenAIServer, FakeReply
 from videotapestry.testing.media import make_test_video
 from videotapestry.testing.scripted import ScriptedModel
@@ -431,3 +437,44 @@ def test_hand_edited_traces_are_refused_naming_the_field(
             assert str(trace) in err and problem in err, (edit, err)
         assert not (tmp_path / "page.html").exists()
     assert quiet_server.requests == []  # nothing answered from a trace that fails validation
+
+
+def _command_names() -> list[str]:
+    subparsers = build_parser()._subparsers
+    assert subparsers is not None
+    [action] = [a for a in subparsers._group_actions if a.choices]
+    assert isinstance(action.choices, dict)
+    return list(action.choices)
+
+
+def test_every_command_refuses_an_argument_that_is_not_utf8(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    names = _command_names()
+    assert len(names) == len(COMMANDS) == 13
+    for name in names:
+        status, err = run_cli(capsys, name, LATIN1)
+        assert status == 2 and "argument 2" in err and "not UTF-8 text" in err, name
+
+
+def test_chat_scripts_and_run_directories_of_bad_json(
+    quiet_server: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deep, latin = tmp_path / "deep.json", tmp_path / "latin.txt"
+    deep.write_text(DEEP)
+    latin.write_bytes(b"Which caf\xe9 opens first?\n")
+    for script, problem in ((deep, "nests JSON too deeply"), (latin, "not UTF-8 text")):
+        status, err = run_cli(
+            capsys, "chat", "--memory", str(SAMPLE), "--script", str(script), "--quiet",
+            *cli_args(quiet_server),
+        )  # fmt: skip
+        assert status == 2 and str(script) in err and problem in err, err
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(DEEP)
+    good = result_record("q1", "A", "A").model_dump_json()
+    (run / "results.jsonl").write_text(good + "\n" + HUGE + "\n" + good + "\n")
+    for command in (["eval-report", str(run)], ["compare", str(run), str(run)]):
+        status, err = run_cli(capsys, *command)
+        assert status == 2 and str(run / "run.json") in err, (command, err)
+    assert quiet_server.requests == []
