@@ -111,7 +111,15 @@ def transcript_plan(config: Config, info: VideoInfo, subtitles: Path | None) -> 
                 "builder.transcript.source is 'subtitles' but no subtitle file was given; pass "
                 "--subtitles FILE, or set builder.transcript.source=whisper"
             )
-        return {"source": "subtitles", "file": str(subtitles), "sha256": _file_hash(subtitles)}
+        # Read now: a file with no usable cue stops the build before any model call.
+        fallback = config.asr.subtitle_fallback_encoding
+        SubtitleSource(subtitles, fallback_encoding=fallback).lines(info.duration_s)
+        return {
+            "source": "subtitles",
+            "file": str(subtitles),
+            "sha256": _file_hash(subtitles),
+            "fallback_encoding": fallback,
+        }
     if source == "none" or not info.has_audio:
         return {"source": "none", "reason": "disabled" if source == "none" else "no audio"}
     transcriber = WhisperTranscriber(config.asr)
@@ -144,11 +152,14 @@ def make_transcript(
     if plan["source"] == "none":
         return TranscriptResult([], "none", plan.get("reason", ""))
     if plan["source"] == "subtitles":
-        try:
-            subtitle_lines = SubtitleSource(plan["file"]).lines(info.duration_s)
-        except SubtitleError as exc:
-            return TranscriptResult([], "subtitles", plan["file"], problem=str(exc))
-        return TranscriptResult(subtitle_lines, "subtitles", plan["file"])
+        # A subtitle file that yields no line is never stored as a complete transcript.
+        subtitles = SubtitleSource(plan["file"], fallback_encoding=plan.get("fallback_encoding"))
+        subtitle_lines = subtitles.lines(info.duration_s)
+        detail = f"{plan['file']} ({subtitles.encoding})"
+        if not subtitle_lines:
+            problem = f"subtitle file {plan['file']} has no cue inside the video's duration"
+            return TranscriptResult([], "subtitles", detail, problem=problem)
+        return TranscriptResult(subtitle_lines, "subtitles", detail)
     transcriber = WhisperTranscriber(config.asr, TranscriptCache(config.asr.resolved_cache_dir()))
     lines: list[TranscriptLine] = []
     chunks = chunk_windows(info.duration_s, float(plan["chunk_s"]))

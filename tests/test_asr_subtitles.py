@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -109,7 +111,11 @@ def test_malformed_entries_are_skipped_and_counted(tmp_path: Path) -> None:
     [
         ("bad.json", "{not json", "not valid JSON"),
         ("dict.json", '{"a": 1}', "JSON list"),
-        ("junk.json", '[{"x": 1}, 5]', "no readable lvb_json cue"),
+        ("junk.json", '[{"x": 1}, 5]', "no usable lvb_json cue"),
+        ("empty.srt", "", "is empty"),
+        ("blank.vtt", "\n  \n", "is empty"),
+        ("none.json", "[]", "no usable lvb_json cue"),
+        ("prose.srt", "just some words, no cue", "no usable srt cue"),
     ],
 )
 def test_unreadable_subtitle_files_name_the_file(
@@ -127,8 +133,7 @@ def test_missing_subtitle_file(tmp_path: Path) -> None:
     assert "gone.srt" in str(caught.value)
 
 
-def test_empty_file_has_no_lines_and_format_is_sniffed(tmp_path: Path) -> None:
-    assert SubtitleSource(write(tmp_path, "empty.srt", "")).lines() == []
+def test_format_is_sniffed(tmp_path: Path) -> None:
     sniffed = SubtitleSource(write(tmp_path, "noext", VTT))
     assert sniffed.format == "vtt" and len(sniffed.lines()) == 3
 
@@ -147,3 +152,52 @@ def test_parse_clock() -> None:
     for bad in ("1:2:3:4", "abc", float("nan"), True):
         with pytest.raises(ValueError):
             parse_clock(bad)
+
+
+def test_encodings_are_detected_never_replaced(tmp_path: Path) -> None:
+    """A byte-order mark wins, then strict UTF-8, then the declared fallback; bytes nothing
+    decodes are an error naming the file, never replacement characters."""
+    accented = SRT.lstrip("\ufeff").replace("The oven", "Crème brûlée")
+    cases = {
+        "bom8.srt": (codecs.BOM_UTF8 + accented.encode(), "utf-8 (BOM)"),
+        "bom16le.srt": (codecs.BOM_UTF16_LE + accented.encode("utf-16-le"), "utf-16-le (BOM)"),
+        "bom16be.srt": (codecs.BOM_UTF16_BE + accented.encode("utf-16-be"), "utf-16-be (BOM)"),
+        "plain.srt": (accented.encode(), "utf-8"),
+    }
+    for name, (data, how) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        source = SubtitleSource(tmp_path / name)
+        assert source.lines()[0].text.startswith("Crème brûlée"), name
+        assert source.encoding == how
+    (tmp_path / "latin.srt").write_bytes(accented.encode("cp1252"))
+    (tmp_path / "utf16.srt").write_bytes(accented.encode("utf-16-le"))  # no mark
+    (tmp_path / "garbage.srt").write_bytes(bytes(range(128, 256)) * 40)
+    for name in ("latin.srt", "utf16.srt", "garbage.srt"):
+        with pytest.raises(SubtitleError, match="cannot be read as UTF-8") as caught:
+            SubtitleSource(tmp_path / name).lines()
+        assert name in str(caught.value) and "subtitle_fallback_encoding" in str(caught.value)
+    latin = SubtitleSource(tmp_path / "latin.srt", fallback_encoding="cp1252")
+    assert latin.lines()[0].text.startswith("Crème brûlée")
+    assert latin.encoding == "cp1252 (fallback)"
+    utf16 = SubtitleSource(tmp_path / "utf16.srt", fallback_encoding="utf-16-le")
+    assert utf16.lines()[0].text.startswith("Crème") and utf16.encoding == "utf-16-le (fallback)"
+    with pytest.raises(SubtitleError, match="no usable srt cue") as caught:
+        SubtitleSource(tmp_path / "garbage.srt", fallback_encoding="latin-1").lines()
+    assert "garbage.srt" in str(caught.value)
+
+
+def test_fallback_encoding_is_a_checked_config_key() -> None:
+    from videotapestry.config import load_config
+    from videotapestry.errors import ConfigError
+
+    assert load_config().asr.subtitle_fallback_encoding is None  # undeclared: an error
+    config = load_config(overrides=["asr.subtitle_fallback_encoding=cp1252"])
+    assert config.asr.subtitle_fallback_encoding == "cp1252"
+    with pytest.raises(ConfigError, match="unknown text encoding"):
+        load_config(overrides=["asr.subtitle_fallback_encoding=klingon-8"])
+
+
+def test_offset_must_be_finite(tmp_path: Path) -> None:
+    for offset in (math.nan, math.inf, -math.inf):
+        with pytest.raises(SubtitleError, match="finite"):
+            SubtitleSource(write(tmp_path, "v.srt", SRT), offset_s=offset)

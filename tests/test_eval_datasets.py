@@ -230,7 +230,7 @@ def test_videomme_directory_with_several_files_asks_for_one(tmp_path: Path) -> N
         ('"B. Monday.",', '"B. Monday.", "B. Tuesday?",', "expected 4 options, got 5"),
         ('"C. Tuesday."', '"E. Tuesday."', r"001-2\): options are labelled A, B, E, D"),
         ('"duration": "long"', '"duration": "hour-long"', r"video 2 .*duration must be one"),
-        ('"questions": [', '"questions": {', r"is not JSON \(line 8"),
+        ('"questions": [', '"questions": {', r"is not valid JSON \(line 8"),
     ],
 )
 def test_videomme_malformed_template(tmp_path: Path, old: str, new: str, message: str) -> None:
@@ -317,7 +317,7 @@ def test_lvbench_malformed_rows(tmp_path: Path, change, message: str) -> None:
 def test_lvbench_line_that_is_not_json(tmp_path: Path) -> None:
     path = copy_of(tmp_path, LVBENCH)
     path.write_text(LVBENCH.read_text(encoding="utf-8") + '{"key": "x", "qa": [\n', "utf-8")
-    with pytest.raises(DatasetError, match=rf"{path}:4 is not JSON"):
+    with pytest.raises(DatasetError, match=rf"{path}:4 is not valid JSON"):
         load_benchmark("lvbench", path)
 
 
@@ -419,7 +419,7 @@ def test_longvideobench_file_that_is_not_a_list(tmp_path: Path) -> None:
     ):
         load_benchmark("longvideobench", path)
     path.write_text("[{", encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"lvb_val.json is not JSON \(line 1"):
+    with pytest.raises(DatasetError, match=r"lvb_val.json is not valid JSON \(line 1"):
         load_benchmark("longvideobench", path)
 
 

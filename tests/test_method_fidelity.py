@@ -409,7 +409,11 @@ def test_whisper_that_cannot_load_is_a_loud_degradation(
     from videotapestry.cli import main
 
     server.on(None, ScriptedModel())
-    args = ["ask", str(SPEECH), "--memory", str(SAMPLE), "--question", QUESTION,
+    # The sample memory covers 20 minutes; stamped with the 36 s speech video's fingerprint
+    # it is accepted for it (unstamped, its length would refuse the pairing).
+    memory = tmp_path / "stamped"
+    assert main(["import-memdreamer", str(SAMPLE), str(memory), "--video", str(SPEECH)]) == 0
+    args = ["ask", str(SPEECH), "--memory", str(memory), "--question", QUESTION,
             *[x for o in OPTIONS for x in ("--option", o)], "--trace", str(tmp_path / "t.json"),
             *cli_args(server, "-o", f"asr.whisper_model={tmp_path / 'no-such-model'}")]  # fmt: skip
     assert main(args) == 3

@@ -57,6 +57,10 @@ def test_up_to_26_options() -> None:
         ("q?", ["A. a", "A. b"], "options 1 and 2 both have the letter A"),
         ("q?", ["B. a", "x"], "options 1 and 2 both have the letter B"),
         ("q?", ["A. a", "B. "], "option 2 ('B. ') has no text"),
+        ("q?", ["A. Paris", "B.  paris "], "options 1 and 2 have the same text ('paris')"),
+        ("q?", ["red", "blue", "Red"], "options 1 and 3 have the same text"),
+        ("q?", ["A. one\nB. two", "C. three"], "option 1 ('A. one\\nB. two') spans several"),
+        ("q?", ["A. one\r", "B. two\rthree"], "option 2 ('B. two\\rthree') spans several"),
     ],
 )
 def test_malformed_questions_are_named(question, options, problem) -> None:

@@ -351,4 +351,5 @@ def test_inspect_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     damaged.write_text('{"format": 2, "handoff": [], "result": {}}', encoding="utf-8")
     assert main(["inspect", str(damaged)]) == 2
     err = capsys.readouterr().err
-    assert "is damaged or incomplete" in err and "\n" not in err.strip()
+    assert "fails validation: result.question_id: Field required" in err
+    assert "\n" not in err.strip()

@@ -12,8 +12,10 @@ video with the offline model), ``eval-report`` and ``compare`` (run directories)
 A command module has ``add_parser(subparsers, add_config)``, which adds its parser (with the
 shared config options where it reads a config) and names its ``run`` as the parser's
 handler, and ``run(args) -> int``, the exit status. Errors of ours print one line and exit
-with status 2 instead of a traceback; that is handled here, once for every command, with
-the message scrubbed of secrets (``trace.scrub``).
+with status 2 instead of a traceback, with the message scrubbed of secrets (``trace.scrub``),
+and Ctrl-C one line and status 130; that is handled here, once for every command (``ask``,
+``build-memory`` and ``eval`` say what they kept). Command-line text that is not UTF-8 is
+refused here too, before any command sees it.
 """
 
 from __future__ import annotations
@@ -39,7 +41,12 @@ from videotapestry.commands import (
     reanswer,
     show_config,
 )
-from videotapestry.commands.common import EXIT_ERROR, AddConfigOptions, add_config_options
+from videotapestry.commands.common import (
+    EXIT_ERROR,
+    AddConfigOptions,
+    add_config_options,
+    interrupted,
+)
 from videotapestry.errors import VideoTapestryError
 from videotapestry.trace import scrub
 
@@ -84,10 +91,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def undecodable_argument(arguments: Sequence[str]) -> str | None:
+    """Why an argument is not text, if one is not: Python hands bytes that are not UTF-8
+    over as lone surrogates, which every later print, trace or request would choke on."""
+    for number, argument in enumerate(arguments, start=1):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raw = argument.encode("utf-8", "surrogateescape")
+            shown = raw.decode("utf-8", "backslashreplace")
+            byte = ord(argument[exc.start]) - 0xDC00
+            return (
+                f'argument {number} ("{shown}") is not UTF-8 text (byte 0x{byte:02x}); '
+                "give command-line text in UTF-8 (check the terminal's or the script's encoding)"
+            )
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    problem = undecodable_argument(arguments)
+    if problem is not None:
+        print(f"videotapestry: error: {problem}", file=sys.stderr)
+        return EXIT_ERROR
     parser = build_parser()
-    args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # what run.json records
+    args = parser.parse_args(arguments)
+    args.argv = arguments  # what run.json records
     handler = getattr(args, "handler", None)
     if handler is None:  # no command, or ``prompts``/``config`` without an action
         parser.print_help()
@@ -97,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except VideoTapestryError as exc:
         print(f"videotapestry: error: {scrub(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt:  # a command without its own message for it
+        return interrupted("stopped before it finished")
     return status
 
 

@@ -8,6 +8,11 @@ a crash or a kill. A reader must never see half a file, so every writer here goe
 A full disk (or quota) while writing raises ``DiskFullError`` naming the directory, not a bare
 ``OSError`` from deep inside a stage; the target keeps its old contents, so checkpoints and
 records written before stay usable for a resume.
+
+The reading side, ``parse_json``, is here for the same reason: files read back may have
+been damaged or edited by hand, and every reader must turn a bad document (malformed,
+nested deeper than any file we write, a number too long to convert) into one error naming
+the file rather than a ``RecursionError`` traceback.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import errno
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -74,3 +79,21 @@ def json_text(data: Any) -> str:
 
 def write_json_atomic(path: str | Path, data: Any) -> None:
     write_atomic(path, json_text(data))
+
+
+def parse_json(
+    text: str | bytes, source: str, error: Callable[[str], Exception] = ValueError
+) -> Any:
+    """The JSON document ``text`` from ``source`` (a path, or ``path:line``); ``error``
+    makes the exception for a document that is malformed, nested deeper than the
+    decoder's recursion allows, or holds a number Python refuses to convert."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(
+            f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+    except RecursionError:
+        raise error(f"{source} nests JSON too deeply to read (about 1000 levels or more)") from None
+    except ValueError as exc:  # e.g. an integer of over 4300 digits
+        raise error(f"{source} is not JSON this program can read: {exc}") from None

@@ -52,7 +52,8 @@ def validate_question(question: str, options: Sequence[str] = ()) -> list[str]:
     free-form question).
 
     A question that cannot be answered well-formedly (no text, a single option, more than
-    26, two options with one letter, an option with no text) is refused here with a message
+    26, two options with one letter or the same text, an option with no text or on several
+    lines) is refused here with a message
     naming the problem, instead of failing after every call has been paid for.
     """
     problems = []
@@ -66,9 +67,23 @@ def validate_question(question: str, options: Sequence[str] = ()) -> list[str]:
         )
     if len(options) > MAX_OPTIONS:
         problems.append(f"at most {MAX_OPTIONS} options (A-Z) are supported, got {len(options)}")
+    bodies: dict[str, int] = {}
     for index, option in enumerate(options):
         if not isinstance(option, str) or not option_body(option):
             problems.append(f"option {index + 1} ({option!r}) has no text")
+            continue
+        if "\n" in option.strip() or "\r" in option.strip():
+            problems.append(
+                f"option {index + 1} ({option!r}) spans several lines; every prompt shows one "
+                "option a line, so write it on one"
+            )
+        body = " ".join(option_body(option).casefold().split())
+        if body in bodies:
+            problems.append(
+                f"options {bodies[body] + 1} and {index + 1} have the same text "
+                f"({option_body(option)!r}); no answer could tell them apart"
+            )
+        bodies.setdefault(body, index)
     letters = option_letters(options[:MAX_OPTIONS])
     seen: dict[str, int] = {}
     for index, letter in enumerate(letters):

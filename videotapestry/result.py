@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from videotapestry.agents.state import (
     AnswerOutcome,
@@ -26,7 +26,7 @@ from videotapestry.agents.state import (
     QuestionInput,
 )
 from videotapestry.errors import VideoTapestryError
-from videotapestry.files import write_atomic
+from videotapestry.files import parse_json, write_atomic
 from videotapestry.images import ImagePart
 from videotapestry.llm.usage import UsageSummary
 from videotapestry.trace import Trace, TraceEvent
@@ -276,11 +276,10 @@ def read_trace(path: str | Path) -> dict[str, Any]:
     reads; a clear error otherwise (missing file, not JSON, another format)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_bytes()
     except OSError as exc:
         raise VideoTapestryError(f"cannot read trace {path}: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise VideoTapestryError(f"trace {path} is not valid JSON: {exc}") from None
+    data = parse_json(text, f"trace {path}", VideoTapestryError)
     if not isinstance(data, dict) or data.get("format") != TRACE_FORMAT or "handoff" not in data:
         raise VideoTapestryError(
             f"{path} is not a trace this version reads (saved by an older version, or not a "
@@ -289,55 +288,123 @@ def read_trace(path: str | Path) -> dict[str, Any]:
     return data
 
 
+class _SavedSummary(BaseModel):
+    """The ``result`` object of a saved trace, typed: a hand-edited value of the wrong kind
+    is named here rather than failing deep inside the view or the Answer agent."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    question_id: str
+    question: str
+    options: list[str]
+    answer: str
+    reasoning: str = ""
+    answer_source: str = ""
+    variant: str = ""
+    memory_tokens: int = 0
+    handoff_trace: str = ""
+    usage: dict[str, Any] = Field(default_factory=dict)
+    prompt_hashes: dict[str, str] = Field(default_factory=dict)
+    observation_disabled: str | None = None
+    elapsed_s: float = 0.0
+    degraded: list[Degradation] = Field(default_factory=list)
+    answer_text: str = ""
+    citations: list[Citation] = Field(default_factory=list)
+    asked: str = ""
+    run_id: str = ""
+    reassembled_from: str | None = None
+
+
+class _SavedVideo(BaseModel):
+    path: str | None = None
+    duration_s: float | None = None
+
+
+class _SavedTrace(BaseModel):
+    """What ``Result.save_trace`` writes, as ``load_result`` requires it: a trace with no
+    level is a partial one, and nothing is answered or drawn from it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    result: _SavedSummary
+    memory_text: str = ""
+    memory_source: str | None = None
+    video_fingerprint: str | None = None
+    video: _SavedVideo = Field(default_factory=_SavedVideo)
+    node_times: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    levels: list[LevelOutcome] = Field(min_length=1)
+    handoff: list[HandoffEntry]
+    events: list[TraceEvent] = Field(default_factory=list)
+
+
+def validation_problems(exc: ValidationError, *, prefix: str = "", limit: int = 3) -> str:
+    """``field.path: what is wrong`` for the first few problems of ``exc``."""
+    errors = exc.errors()
+    shown = [
+        f"{'.'.join([prefix] * bool(prefix) + [str(part) for part in error['loc']]) or '(top)'}"
+        f": {error['msg']}"
+        for error in errors[:limit]
+    ]
+    more = f" (and {len(errors) - limit} more)" if len(errors) > limit else ""
+    return "; ".join(shown) + more
+
+
 def load_result(path: str | Path) -> Result:
     """A result read back from the trace ``Result.save_trace`` wrote (without the images,
-    which a trace never holds); a clear error for a file that is not one, or is damaged."""
+    which a trace never holds); a clear error naming the field for a file that is not one,
+    is partial or was edited into something else."""
     data = read_trace(path)
     try:
-        summary = data["result"]
-        video = data.get("video") or {}
-        trace = Trace()
-        for event in data.get("events", []):
-            trace.add(TraceEvent.model_validate(event))
-        return Result(
-            question_id=summary["question_id"],
-            question=summary["question"],
-            options=list(summary["options"]),
-            answer=summary["answer"],
-            reasoning=summary.get("reasoning", ""),
-            answer_source=summary.get("answer_source", ""),
-            variant=summary.get("variant", ""),
-            memory_text=data.get("memory_text", ""),
-            memory_tokens=summary.get("memory_tokens", 0),
-            handoff_trace=summary.get("handoff_trace", ""),
-            levels=[LevelOutcome.model_validate(item) for item in data["levels"]],
-            trace=trace,
-            usage=UsageSummary.from_dict(summary.get("usage") or {}),
-            prompt_hashes=dict(summary.get("prompt_hashes") or {}),
-            observation_disabled=summary.get("observation_disabled"),
-            elapsed_s=summary.get("elapsed_s", 0.0),
-            degraded=[Degradation.model_validate(d) for d in summary.get("degraded", [])],
-            answer_text=summary.get("answer_text", ""),
-            citations=[Citation.model_validate(c) for c in summary.get("citations", [])],
-            asked=summary.get("asked", ""),
-            handoff=[HandoffEntry.model_validate(item) for item in data["handoff"]],
-            run_id=summary.get("run_id", ""),
-            reassembled_from=summary.get("reassembled_from"),
-            memory_source=data.get("memory_source"),
-            video_fingerprint=data.get("video_fingerprint"),
-            video_path=video.get("path"),
-            video_duration_s=video.get("duration_s"),
-            node_times={
-                node: (float(span[0]), float(span[1]))
-                for node, span in (data.get("node_times") or {}).items()
-            },
-        )
-    except (KeyError, TypeError, ValueError, IndexError, ValidationError) as exc:
-        problem = " ".join(str(exc).split())[:300]
+        saved = _SavedTrace.model_validate(data)
+    except ValidationError as exc:
         raise VideoTapestryError(
-            f"trace {path} is damaged or incomplete ({type(exc).__name__}: {problem}); rerun the "
-            "question to save a new one"
+            f"trace {path} fails validation: {validation_problems(exc)}; rerun the question "
+            "to save a new one"
         ) from None
+    summary = saved.result
+    try:
+        # The summary's own field types check a saved count (``to_dict``'s keys mapped back).
+        usage = TypeAdapter(UsageSummary).validate_python(
+            asdict(UsageSummary.from_dict(summary.usage))
+        )
+    except ValidationError as exc:
+        raise VideoTapestryError(
+            f"trace {path} fails validation: {validation_problems(exc, prefix='result.usage')}; "
+            "rerun the question to save a new one"
+        ) from None
+    trace = Trace()
+    for event in saved.events:
+        trace.add(event)
+    return Result(
+        question_id=summary.question_id,
+        question=summary.question,
+        options=summary.options,
+        answer=summary.answer,
+        reasoning=summary.reasoning,
+        answer_source=summary.answer_source,
+        variant=summary.variant,
+        memory_text=saved.memory_text,
+        memory_tokens=summary.memory_tokens,
+        handoff_trace=summary.handoff_trace,
+        levels=saved.levels,
+        trace=trace,
+        usage=usage,
+        prompt_hashes=summary.prompt_hashes,
+        observation_disabled=summary.observation_disabled,
+        elapsed_s=summary.elapsed_s,
+        degraded=summary.degraded,
+        answer_text=summary.answer_text,
+        citations=summary.citations,
+        asked=summary.asked,
+        handoff=saved.handoff,
+        run_id=summary.run_id,
+        reassembled_from=summary.reassembled_from,
+        memory_source=saved.memory_source,
+        video_fingerprint=saved.video_fingerprint,
+        video_path=saved.video.path,
+        video_duration_s=saved.video.duration_s,
+        node_times=saved.node_times,
+    )
 
 
 def load_exploration(path: str | Path) -> Exploration:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from videotapestry.agents.context import ProgressCallback, RunContext
 from videotapestry.agents.state import QuestionInput
-from videotapestry.asr import TranscriptSource, make_transcript_source
-from videotapestry.memory import VideoMemory
+from videotapestry.asr import SubtitleSource, TranscriptSource, make_transcript_source
+from videotapestry.memory import VideoMemory, check_duration
 from videotapestry.memory_cache import MemoryCache
 from videotapestry.video import FrameCache, VideoReader, open_video, with_cache
 
@@ -58,11 +58,33 @@ def open_run_context(
     reader = decoders[0] if decoders else None
     video_fp = reader.info.fingerprint if reader is not None else None
     try:
-        loaded = memories.load(memory, video_fingerprint=video_fp)
         transcripts, asr_unavailable = _transcripts(
             config.asr, memories, reader, memory, item, video_fp
         )
         asr_substituted = _substitution(config.asr, item, transcripts)
+        if isinstance(transcripts, SubtitleSource):
+            # Read first, so a file with no usable cue stops the question before the memory
+            # is loaded or any model is called.
+            cues = len(transcripts.lines())
+            if progress is not None:
+                progress(
+                    {
+                        "level": "setup",
+                        "step": "subtitles",
+                        "file": str(transcripts.path),
+                        "encoding": transcripts.encoding,
+                        "cues": cues,
+                    }
+                )
+        loaded = memories.load(memory, video_fingerprint=video_fp)
+        if reader is not None:
+            origin = "the memory" if isinstance(memory, VideoMemory) else str(memory)
+            check_duration(
+                loaded.memory.manifest,
+                loaded.memory.duration,
+                reader.info.duration_s,
+                origin=origin,
+            )
     except BaseException:
         for opened in decoders if owned else []:
             opened.close()

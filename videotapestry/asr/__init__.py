@@ -51,6 +51,10 @@ def make_transcript_source(
                 "asr.source is 'subtitles' but no subtitle file was given for this video; "
                 "pass its path, or set asr.source=whisper"
             )
-        return SubtitleSource(subtitle_path, offset_s=subtitle_offset_s)
+        return SubtitleSource(
+            subtitle_path,
+            offset_s=subtitle_offset_s,
+            fallback_encoding=config.subtitle_fallback_encoding,
+        )
     store = TranscriptCache(config.resolved_cache_dir()) if cache else None
     return WhisperTranscriber(config, store)

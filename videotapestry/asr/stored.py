@@ -49,6 +49,8 @@ class TranscriptFile:
             lines = [TranscriptLine(float(s), float(e), str(t)) for s, e, t in data["lines"]]
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise MemoryFormatError(f"{path} is not a readable transcript file: {exc}") from None
+        except RecursionError:
+            raise MemoryFormatError(f"{path} nests JSON too deeply to be a transcript") from None
         return cls(
             source=str(data.get("source", "")),
             detail=str(data.get("detail", "")),

@@ -13,12 +13,20 @@ inside the chosen windows instead of running Whisper. Formats:
 ``starting_timestamp_for_subtitles``: its videos are cut from longer ones whose subtitles
 keep the original clock). Lines that end before the video starts are dropped.
 
-A malformed cue or entry is skipped (``skipped`` counts them); a file with content but no
-readable cue at all raises ``SubtitleError`` naming the file.
+A malformed cue or entry is skipped (``skipped`` counts them); a file with no usable cue at
+all (empty, binary, every cue malformed) raises ``SubtitleError`` naming the file: a question
+or a build given subtitles must not quietly go without speech.
+
+The text encoding is detected, never guessed by replacing bytes: a byte-order mark (UTF-8,
+UTF-16, UTF-32) wins, else strict UTF-8, else the declared fallback
+(``asr.subtitle_fallback_encoding``, e.g. ``cp1252``); ``encoding`` says which was used.
+Text holding NUL characters is not read as UTF-8 (it is UTF-16 without a mark), so it needs
+the fallback too.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import re
@@ -34,6 +42,14 @@ from videotapestry.video.windows import TimeWindow
 
 SubtitleFormat = Literal["srt", "vtt", "lvb_json"]
 _SUFFIXES: dict[str, SubtitleFormat] = {".srt": "srt", ".vtt": "vtt", ".json": "lvb_json"}
+#: UTF-32 before UTF-16: the UTF-32-LE mark starts with the UTF-16-LE one.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
 _CLOCK = re.compile(r"^\s*(?:(\d+):)?(\d{1,2}):(\d{1,2}(?:[.,]\d+)?)\s*$")
 
 
@@ -46,23 +62,35 @@ class SubtitleSource:
         *,
         offset_s: float = 0.0,
         fmt: SubtitleFormat | None = None,
+        fallback_encoding: str | None = None,
     ) -> None:
         self.path = Path(path).expanduser()
         self.offset_s = float(offset_s or 0.0)
+        if not math.isfinite(self.offset_s):
+            raise SubtitleError(f"the offset of subtitle file {self.path} must be finite")
         self.format = fmt or _detect_format(self.path)
+        self.fallback_encoding = fallback_encoding
+        #: How the file's bytes were decoded (``utf-16-le (BOM)``, ``utf-8``, ``cp1252
+        #: (fallback)``); set once the file is parsed.
+        self.encoding: str | None = None
         self.skipped = 0
         self._raw: list[tuple[float, float | None, str]] | None = None
         self._lock = threading.Lock()
 
     @classmethod
     def find(
-        cls, directory: str | Path, video_id: str, *, offset_s: float = 0.0
+        cls,
+        directory: str | Path,
+        video_id: str,
+        *,
+        offset_s: float = 0.0,
+        fallback_encoding: str | None = None,
     ) -> SubtitleSource | None:
         """The subtitle file named after ``video_id`` (``.srt``, ``.vtt`` or ``.json``), if any."""
         for suffix in _SUFFIXES:
             candidate = Path(directory) / f"{video_id}{suffix}"
             if candidate.is_file():
-                return cls(candidate, offset_s=offset_s)
+                return cls(candidate, offset_s=offset_s, fallback_encoding=fallback_encoding)
         return None
 
     def lines(self, duration_s: float | None = None) -> list[TranscriptLine]:
@@ -98,23 +126,62 @@ class SubtitleSource:
 
     def _parse(self) -> list[tuple[float, float | None, str]]:
         try:
-            text = self.path.read_text(encoding="utf-8-sig", errors="replace")
+            data = self.path.read_bytes()
         except FileNotFoundError:
             raise SubtitleError(f"subtitle file {self.path} does not exist") from None
         except OSError as exc:
             raise SubtitleError(f"cannot read subtitle file {self.path}: {exc}") from None
+        text, self.encoding = decode_subtitle_bytes(
+            data, fallback=self.fallback_encoding, source=str(self.path)
+        )
         if not text.strip():
-            return []
+            raise SubtitleError(f"subtitle file {self.path} is empty: it has no cue to read")
         if self.format == "lvb_json":
             entries, skipped = parse_longvideobench(text, source=str(self.path))
         else:
             entries, skipped = parse_cues(text, self.format, source=str(self.path))
         self.skipped = skipped
-        if not entries and skipped:
+        if not entries:
             raise SubtitleError(
-                f"subtitle file {self.path} has no readable {self.format} cue ({skipped} malformed)"
+                f"subtitle file {self.path} has no usable {self.format} cue "
+                f"({skipped} malformed; read as {self.encoding})"
             )
         return entries
+
+
+def decode_subtitle_bytes(
+    data: bytes, *, fallback: str | None = None, source: str = "<bytes>"
+) -> tuple[str, str]:
+    """(text, how it was decoded): a byte-order mark, else strict UTF-8, else ``fallback``.
+    Bytes no candidate decodes are an error naming ``source``, never replaced."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data[len(bom) :].decode(encoding), f"{encoding} (BOM)"
+            except UnicodeDecodeError as exc:
+                raise SubtitleError(
+                    f"subtitle file {source} starts with a {encoding} byte-order mark but is "
+                    f"not valid {encoding} (byte {exc.start + len(bom)})"
+                ) from None
+    problem = "it holds NUL characters (UTF-16 without a byte-order mark?)"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problem = f"byte {exc.start} is not UTF-8"
+    else:
+        if "\x00" not in text:
+            return text, "utf-8"
+    if fallback is None:
+        raise SubtitleError(
+            f"subtitle file {source} cannot be read as UTF-8: {problem}; save it as UTF-8 "
+            "or declare its encoding with asr.subtitle_fallback_encoding (e.g. cp1252, utf-16-le)"
+        )
+    try:
+        return data.decode(fallback), f"{fallback} (fallback)"
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise SubtitleError(
+            f"subtitle file {source} is neither UTF-8 ({problem}) nor {fallback}: {exc}"
+        ) from None
 
 
 def parse_cues(
@@ -200,7 +267,8 @@ def _detect_format(path: Path) -> SubtitleFormat:
     if fmt is not None:
         return fmt
     try:
-        head = path.read_text(encoding="utf-8-sig", errors="replace")[:64].lstrip()
+        with path.open("rb") as handle:
+            head = handle.read(64).decode("utf-8-sig", errors="ignore").lstrip()
     except OSError:
         return "srt"  # the read error is reported, with the path, when the file is parsed
     if head.startswith("WEBVTT"):

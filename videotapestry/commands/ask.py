@@ -3,7 +3,7 @@
 Exit status: 0 answered; 2 an error stopped it (bad input, a configuration the server
 rejects, a refused key); 3 answered, but the run lost part of the method
 (``Result.degraded``: ASR or frames lost, a call that took its fallback, a guessed answer),
-each loss printed on stderr; ``--allow-degraded`` turns 3 into 0.
+each loss printed on stderr; ``--allow-degraded`` turns 3 into 0; 130 stopped with Ctrl-C.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from videotapestry.commands.common import (
     default_trace_path,
     facade,
     finish,
+    finite_float,
+    interrupted,
     progress_printer,
 )
 
@@ -39,7 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
     )
     parser.add_argument("--no-video", action="store_true", help="disable observation")
     parser.add_argument("--subtitles", metavar="FILE", help="subtitle file (SRT, WebVTT, LVB JSON)")
-    parser.add_argument("--subtitle-offset", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--subtitle-offset", type=finite_float, default=0.0, metavar="SECONDS")
     parser.add_argument("--question-id", help="id for traces (default: a hash of the question)")
     parser.add_argument(
         "--trace", metavar="PATH", help="trace JSON (default: ./videotapestry-traces)"
@@ -56,7 +58,10 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
 
 
 def run(args: argparse.Namespace) -> int:
-    return asyncio.run(_ask(args))
+    try:
+        return asyncio.run(_ask(args))
+    except KeyboardInterrupt:
+        return interrupted("nothing was saved for this question")
 
 
 async def _ask(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ task resumes from live there.
 
 Exit status: 0 when every memory is complete, 3 when a memory is partial (some clips failed;
 ``--allow-partial`` makes that 0), 2 when a build stopped (its checkpoints are kept: run the
-same command again to resume).
+same command again to resume), 130 when stopped with Ctrl-C (checkpoints kept too).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from videotapestry.commands.common import (
     add_executor_options,
     config_overrides,
     executor_overrides,
+    interrupted,
 )
 from videotapestry.errors import VideoTapestryError
 from videotapestry.executors.base import BuildJob, BuildOutcome
@@ -82,7 +83,12 @@ def run(args: argparse.Namespace) -> int:
     jobs = _jobs(args)
     flags = [] if args.concurrency is None else [f"builder.concurrency={args.concurrency}"]
     overrides = config_overrides(args, *flags, *executor_overrides(args))
-    return _build_all(args, jobs, overrides)
+    try:
+        return _build_all(args, jobs, overrides)
+    except KeyboardInterrupt:
+        return interrupted(
+            "the finished stages are checkpointed, run the same command again to resume"
+        )
 
 
 def _jobs(args: argparse.Namespace) -> list[BuildJob]:

@@ -30,6 +30,7 @@ from videotapestry.commands.common import (
     progress_printer,
 )
 from videotapestry.errors import QuestionError, VideoTapestryError
+from videotapestry.files import parse_json
 from videotapestry.question import option_label
 
 if TYPE_CHECKING:
@@ -99,6 +100,10 @@ def read_script(path: str | Path) -> list[ChatTurn]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise VideoTapestryError(f"cannot read the chat script {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise VideoTapestryError(
+            f"the chat script {path} is not UTF-8 text (byte {exc.start})"
+        ) from None
     stripped = text.lstrip()
     if stripped.startswith("["):
         rows = _json(path, stripped)
@@ -116,10 +121,7 @@ def read_script(path: str | Path) -> list[ChatTurn]:
 
 
 def _json(path: Path, text: str) -> object:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise VideoTapestryError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    return parse_json(text, f"the chat script {path}", VideoTapestryError)
 
 
 def _turn(path: Path, number: int, row: object) -> ChatTurn:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
 EXIT_ERROR = 2
 #: Answered, but the run differs from the method (see ``Result.degraded``).
 EXIT_DEGRADED = 3
+
+#: Stopped with Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
 
 #: How ``cli`` hands each command the shared config options for its parser.
 AddConfigOptions = Callable[[argparse.ArgumentParser], None]
@@ -57,6 +61,24 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prompts-dir", metavar="DIR", help="directory of templates overriding shipped ones"
     )
+
+
+def interrupted(what: str) -> int:
+    """One line on stderr for a Ctrl-C, saying what was kept; the status to exit with."""
+    print(f"\nvideotapestry: interrupted; {what}", file=sys.stderr, flush=True)
+    return EXIT_INTERRUPTED
+
+
+def finite_float(text: str) -> float:
+    """An argparse type: a number of seconds that must be finite (``nan``/``inf`` parse as
+    floats, and would shift every subtitle line to nowhere)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, got {text!r}")
+    return value
 
 
 def config_overrides(args: argparse.Namespace, *flag_overrides: str) -> list[str]:

@@ -24,6 +24,7 @@ from videotapestry.commands.common import (
     add_executor_options,
     executor_overrides,
     facade,
+    interrupted,
 )
 from videotapestry.errors import ConfigError, VideoTapestryError
 from videotapestry.variants import VARIANTS
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from videotapestry.eval.runner import RunOutcome
 
 EXIT_FAILED = 1
-EXIT_INTERRUPTED = 130
 
 VARIANT_HELP = (
     "comma-separated variants to run (repeatable): "
@@ -183,12 +183,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_evaluate(args, questions))
     except KeyboardInterrupt:
-        print(
-            "\nvideotapestry: interrupted; every finished question is saved, run the same "
-            "command again to resume",
-            file=sys.stderr,
-        )
-        return EXIT_INTERRUPTED
+        return interrupted("every finished question is saved, run the same command again to resume")
 
 
 def _questions(args: argparse.Namespace) -> list[EvalQuestion]:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import codecs
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from videotapestry.config.base import StrictModel, user_cache_dir
 
@@ -49,11 +50,26 @@ class AsrConfig(StrictModel):
         "ones (it stands for those lines); false counts whole lines only, the strictest "
         "reading of the paper's verbatim evidence",
     )
+    subtitle_fallback_encoding: str | None = Field(
+        None,
+        description="how to decode a subtitle file that has no byte-order mark and is not "
+        "UTF-8 (e.g. cp1252, utf-16-le); null makes such a file an error",
+    )
     memory_transcript: bool = Field(
         True,
         description="read the transcript a built memory stores (transcript.json) instead of "
         "running Whisper again; subtitles given to a question still win",
     )
+
+    @field_validator("subtitle_fallback_encoding")
+    @classmethod
+    def _known_codec(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                codecs.lookup(value)
+            except LookupError:
+                raise ValueError(f"unknown text encoding {value!r}") from None
+        return value
 
     def resolved_cache_dir(self) -> Path:
         """The transcript cache: ``cache_dir`` when set, else one in the user's cache directory."""

@@ -103,7 +103,7 @@ def parse_records(data: bytes) -> RecordsRead:
 def _parse_line(line: bytes) -> ResultRecord | None:
     try:
         row = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, too deep, a huge number
         return None
     if not isinstance(row, dict):
         return None
@@ -197,6 +197,8 @@ def read_run_info(run_dir: str | Path) -> RunInfo:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RunDirectoryError(f"{path} is not JSON: {exc.msg} (line {exc.lineno})") from None
+    except (ValueError, RecursionError) as exc:  # nested too deeply, a huge number
+        raise RunDirectoryError(f"{path} is not JSON this program can read: {exc!r}") from None
     if not isinstance(data, dict):
         raise RunDirectoryError(f"{path} must hold a JSON object")
     try:

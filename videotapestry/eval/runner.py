@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from videotapestry.agents.state import Citation
+from videotapestry.asr import SubtitleSource
 from videotapestry.config import BUILDER_ROLES, JUDGE_ROLE
 from videotapestry.errors import ConfigError, DiskFullError, VideoTapestryError
 from videotapestry.eval.answering import (
@@ -397,6 +398,16 @@ class EvalRunner:
             raise MissingVideoError(f"video {video} does not exist (question {question.id})")
         memory = self.inputs.memory(question)
         subtitles = self.inputs.subtitle_file(question)
+        asr = self.base.config.asr
+        if subtitles is not None and asr.source == "subtitles" and video is not None:
+            # Read first: a file with no usable cue fails its question (naming the file)
+            # before a memory is built or loaded for it.
+            source = SubtitleSource(
+                subtitles,
+                offset_s=question.subtitle_offset_s,
+                fallback_encoding=asr.subtitle_fallback_encoding,
+            )
+            await asyncio.to_thread(source.lines)
         if not _has_memory(memory):
             if not self.options.build_missing or video is None:
                 raise MissingMemoryError(

@@ -46,7 +46,12 @@ from videotapestry.memory.locator_hits import (
     LocatorHit,
     MultiAnchorResult,
 )
-from videotapestry.memory.manifest import SCHEMA_VERSION, check_fingerprint, new_manifest
+from videotapestry.memory.manifest import (
+    SCHEMA_VERSION,
+    check_duration,
+    check_fingerprint,
+    new_manifest,
+)
 from videotapestry.memory.multi_anchor import split_anchors
 from videotapestry.memory.prompt_text import clock, clock_range, node_line
 from videotapestry.memory.types import (
@@ -106,6 +111,7 @@ __all__ = [
     "SuperEvent",
     "TimeRange",
     "VideoMemory",
+    "check_duration",
     "check_fingerprint",
     "clock",
     "clock_range",

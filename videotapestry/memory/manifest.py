@@ -17,6 +17,12 @@ from videotapestry.memory.types import MemoryManifest
 
 logger = logging.getLogger(__name__)
 
+#: Without a fingerprint, how far a memory's end may lie from its video's duration: the
+#: larger of these seconds and this share of the video (a clip grid may stop short of the
+#: last frames; a memory of another video is almost never that close).
+DURATION_TOLERANCE_S = 5.0
+DURATION_TOLERANCE_SHARE = 0.02
+
 #: The version of the memory schema: of manifest.json and of the native format's memory.json.
 SCHEMA_VERSION = 1
 
@@ -48,4 +54,25 @@ def check_fingerprint(
         raise FingerprintMismatchError(
             f"{origin} was built from a different video (memory fingerprint {stored}, "
             f"this video {expected}); build or import the memory for this video"
+        )
+
+
+def check_duration(
+    manifest: MemoryManifest | None,
+    memory_duration_s: float,
+    video_duration_s: float | None,
+    *,
+    origin: str = "memory",
+) -> None:
+    """Raise ``FingerprintMismatchError`` when a memory that records no fingerprint (an
+    import without ``--video``) cannot be of this video because its length differs: the
+    one check left for such memories, made so that a wrong pairing is not answered from."""
+    if video_duration_s is None or (manifest is not None and manifest.video_fingerprint):
+        return
+    tolerance = max(DURATION_TOLERANCE_S, DURATION_TOLERANCE_SHARE * video_duration_s)
+    if abs(memory_duration_s - video_duration_s) > tolerance:
+        raise FingerprintMismatchError(
+            f"{origin} records no video fingerprint and covers {memory_duration_s:.1f} s, but "
+            f"this video lasts {video_duration_s:.1f} s; it was made from another video (import "
+            "it again with --video to record the right one)"
         )

@@ -8,7 +8,6 @@ file, the row, and what is wrong.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Any, Literal
 from videotapestry.contracts.fields import parse_seconds
 from videotapestry.errors import QuestionError, VideoTapestryError
 from videotapestry.eval.questions import EvalQuestion
+from videotapestry.files import parse_json
 from videotapestry.question import (
     LETTERS,
     labelled_options,
@@ -86,12 +86,7 @@ def read_json(path: Path, *, lenient: bool = False) -> Any:
     text = read_text(path)
     if lenient:
         text = strip_trailing_commas(text)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(
-            f"{path} is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from None
+    return parse_json(text, str(path), DatasetError)
 
 
 def strip_trailing_commas(text: str) -> str:
@@ -131,10 +126,7 @@ def read_json_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
     for number, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}:{number} is not JSON: {exc.msg}") from None
+        row = parse_json(line, f"{path}:{number}", DatasetError)
         if not isinstance(row, dict):
             raise DatasetError(f"{path}:{number} is not a JSON object")
         rows.append((number, row))

@@ -1,16 +1,17 @@
 """Reading the JSON files of a memory, whichever format they belong to.
 
 A memory often comes from someone else's disk, so a broken file must be reported by its path
-(and line and column when the JSON is malformed) instead of as a bare decoder traceback.
+(and line and column when the JSON is malformed, or that it nests too deeply or holds a
+number too long to read) instead of as a bare decoder traceback.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from videotapestry.errors import MemoryFormatError
+from videotapestry.files import parse_json
 
 
 def read_json(path: Path) -> Any:
@@ -21,9 +22,4 @@ def read_json(path: Path) -> Any:
         raise MemoryFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise MemoryFormatError(f"{path} is not UTF-8 text: {exc.reason}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise MemoryFormatError(
-            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from None
+    return parse_json(text, str(path), MemoryFormatError)
