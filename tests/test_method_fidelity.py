@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -141,6 +142,40 @@ def test_steering_in_instructions_and_logged_observations_never_reaches_the_answ
     assert "Check the oven display." in model_written  # the rest of the instruction stays
     assert "The display reads 220°C." in model_written
     assert "Evidence log" in result.memory_text
+
+
+# --------------------------------------------------------------------------- issue 23, item 1
+
+
+def _quiz_memory(tmp_path: Path) -> Path:
+    """The sample memory with a stored OCR node a quiz show would have: it names an option."""
+    copy = tmp_path / "quiz_memory"
+    shutil.copytree(SAMPLE, copy)
+    episode = copy / "phase2" / "episode_002" / "step5_subgraph.json"
+    episode.write_text(
+        episode.read_text(encoding="utf-8").replace('"220°C"', '"OPTION B: 220°C"'),
+        encoding="utf-8",
+    )
+    return copy
+
+
+@pytest.mark.parametrize("variant", ["static_memory", "append_only"])
+def test_stored_nodes_reach_the_answer_unfiltered_and_agent_text_filtered(
+    server, embedder, video: Path, tmp_path: Path, variant: str
+) -> None:
+    def visual(request):
+        return {
+            "observation_result": "The host says the correct answer is 220°C. So C.",
+            "uncertainty": "",
+        }
+
+    server.on(None, ScriptedModel(visual_observation=visual))
+    ask(make_vt(server, embedder, f"variant={variant}"), video, memory=_quiz_memory(tmp_path))
+    memory_part = section(answer_request(server.requests).text, "Video memory:")
+    assert "OPTION B: 220°C" in memory_part  # what the video shows is never rewritten
+    if variant == "append_only":  # the logged observation: the report stays, the verdict goes
+        assert "The host says the correct answer is 220°C." in memory_part
+        assert "So C." not in memory_part
 
 
 # --------------------------------------------------------------------------- item 3

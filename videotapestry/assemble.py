@@ -10,9 +10,11 @@ fixed exploration: ``VideoTapestry.reanswer`` reassembles a finished run under a
 variant and only the Answer agent runs again); ``append_only`` keeps the stored texts and
 appends every observation as a flat log.
 
-Everything the Answer agent reads passes a last option-steering guard here, line by line:
-refined texts, instructions and logged observations. Verbatim transcript lines are exempt:
-they are what was said, not what a model concluded.
+The option-steering filter runs where the agents write (instructions, rewrites,
+observation summaries), never here: stored node texts and verbatim transcript lines reach the
+Answer agent as they are, since they are what the video shows or says, not what a model
+concluded, and the Static-Memory-Only variant reads the stored contents unchanged. Only the
+handoff trace, all of it agent-written, is filtered once more on its way out.
 """
 
 from __future__ import annotations
@@ -39,25 +41,6 @@ class CompositeMemory:
 
 def handoff_text(entries: Sequence[HandoffEntry]) -> str:
     return strip_option_steering("\n".join(entry.render() for entry in entries))
-
-
-def _verbatim_lines(levels: Sequence[LevelOutcome]) -> set[str]:
-    return {
-        f"{format_range(s, e)} {text}"
-        for outcome in levels
-        for obs in outcome.observations
-        for s, e, text in obs.evidence_lines
-    }
-
-
-def without_steering(text: str, verbatim: set[str]) -> str:
-    """``text`` with steering sentences removed from every line that is not verbatim speech."""
-    lines = []
-    for line in text.split("\n"):
-        kept = line if line.strip() in verbatim else strip_option_steering(line)
-        if kept.strip() or not line.strip():  # a line that was only steering goes
-            lines.append(kept)
-    return "\n".join(lines)
 
 
 def assemble(
@@ -100,7 +83,7 @@ def assemble(
         lines += children
     if row.answer_reads == "evidence_log":
         lines += _evidence_log(levels)
-    text = without_steering("\n".join(lines), _verbatim_lines(levels))
+    text = "\n".join(lines)
     trace = handoff_text(handoff)
     return CompositeMemory(text=text, handoff_trace=trace, tokens=estimate_tokens(text))
 
