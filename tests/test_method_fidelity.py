@@ -178,6 +178,28 @@ def test_stored_nodes_reach_the_answer_unfiltered_and_agent_text_filtered(
         assert "So C." not in memory_part
 
 
+# --------------------------------------------------------------------------- issue 23, item 6
+
+
+def test_the_rewrite_never_reads_the_planners_thought(server, embedder, video: Path) -> None:
+    thought = "My private reasoning: the answer hinges on the oven."
+    scripted = ScriptedModel()
+
+    def planning(request):
+        return {**scripted._level_planning(request), "thought": thought}
+
+    scripted.overrides["level_planning"] = planning
+    server.on(None, scripted)
+    ask(make_vt(server, embedder), video)
+    updates = [r for r in server.requests if r.prompt == "level_update"]
+    assert {r.headers.get("x-videotapestry-level") for r in updates} == {"macro", "subgraph"}
+    for request in updates:
+        # What the paper's Update step reads: q, o, the upstream instruction, old texts, O.
+        assert thought not in request.text and "update_instruction" not in request.text
+        assert "Instruction from the level above: (none)" not in request.text
+        assert "Memories to rewrite:" in request.text and "Look at the oven" not in request.text
+
+
 # --------------------------------------------------------------------------- item 3
 
 
