@@ -20,7 +20,13 @@ from videotapestry.api import QuestionItem
 from videotapestry.errors import ModelAuthError, ModelRequestError, QuestionError
 from videotapestry.result import QuestionFailure, Result
 from videotapestry.testing import FakeReply
-from videotapestry.testing.scripted import ScriptedModel, answer_request, calls_by, section
+from videotapestry.testing.scripted import (
+    ScriptedModel,
+    answer_request,
+    calls_by,
+    ids_in,
+    section,
+)
 
 SPEECH = Path(__file__).parent / "fixtures" / "speech.mp4"
 
@@ -198,6 +204,30 @@ def test_the_rewrite_never_reads_the_planners_thought(server, embedder, video: P
         assert thought not in request.text and "update_instruction" not in request.text
         assert "Instruction from the level above: (none)" not in request.text
         assert "Memories to rewrite:" in request.text and "Look at the oven" not in request.text
+
+
+# --------------------------------------------------------------------------- issue 23, item 7
+
+
+def test_the_composite_holds_the_selected_macro_events_unless_configured(
+    server, embedder, video: Path
+) -> None:
+    server.on(None, ScriptedModel())
+    full = ask(make_vt(server, embedder), video)  # agents.composite_macros=selected
+    [macro] = [level for level in full.levels if level.level == "macro"]
+    assert macro.selected_ids == ["macro_0002"] and len(macro.candidate_ids) > 1
+    assert ids_in(full.memory_text) == ["macro_0002"]
+    wide = make_vt(server, embedder, "agents.composite_macros=candidates")
+
+    async def reanswer():
+        try:
+            return await wide.areanswer(full, "full")
+        finally:
+            await wide.aclose()
+
+    every = asyncio.run(reanswer())  # the same exploration, every candidate shown
+    assert ids_in(every.memory_text) == macro.candidate_ids
+    assert every.memory_tokens > full.memory_tokens
 
 
 # --------------------------------------------------------------------------- item 3

@@ -2,7 +2,9 @@
 
 The Super scaffold covers the whole video (protected SuperEvents in full with their new
 evidence, the rest compressed); beneath the SuperEvents on the selected path sit the refined
-MacroEvents the Skim agent examined, and beneath those the Focus agent's refined evidence.
+MacroEvents the Skim agent selected (``agents.composite_macros``: ``selected``, the paper's, or
+``candidates``, every MacroEvent it examined), and beneath those the Focus agent's refined
+evidence.
 The compact handoff trace (instructions and STOP markers, no logs) goes alongside. What a
 variant's Answer agent reads is its ``answer_reads`` in ``videotapestry.variants``:
 ``refined_super_only`` and ``refined_paths_only`` drop one of the two components (from one
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from videotapestry.agents.citations import observation_refs, refs_text
 from videotapestry.agents.options import strip_option_steering
@@ -49,6 +52,7 @@ def assemble(
     handoff: Sequence[HandoffEntry],
     *,
     variant: str = FULL.name,
+    macros_shown: Literal["selected", "candidates"] = "selected",
 ) -> CompositeMemory:
     """The final memory the variant's Answer agent reads (``Variant.answer_reads``)."""
     row = variant_named(variant)
@@ -65,7 +69,7 @@ def assemble(
     for super_event in memory.super_events():
         children = []
         if include_paths and macros is not None:
-            for macro_id in macros.candidate_ids:
+            for macro_id in _shown_macros(macros, macros_shown):
                 parent = memory.parent(macro_id)
                 if parent is None or parent.id != super_event.id:
                     continue
@@ -86,6 +90,16 @@ def assemble(
     text = "\n".join(lines)
     trace = handoff_text(handoff)
     return CompositeMemory(text=text, handoff_trace=trace, tokens=estimate_tokens(text))
+
+
+def _shown_macros(macros: LevelOutcome, shown: Literal["selected", "candidates"]) -> list[str]:
+    """The MacroEvents on the selected paths, in the candidates' order. A Skim agent that
+    stopped selected none (the stop rule clears its selection): its path ends at Macro, so
+    every MacroEvent it refined is kept rather than the level's work dropped."""
+    selected = set(macros.selected_ids)
+    if shown == "candidates" or not selected:
+        return list(macros.candidate_ids)
+    return [i for i in macros.candidate_ids if i in selected]
 
 
 def _entry(memory: VideoMemory, node_id: str, text: str, indent: str) -> str:

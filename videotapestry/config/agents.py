@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from videotapestry.config.base import StrictModel
@@ -52,3 +54,10 @@ class AgentsConfig(StrictModel):
     direct: LevelSettings = LevelSettings()  # the Direct baseline's uniform frames
     single_agent: SingleAgentSettings = SingleAgentSettings()
     level_limits: LevelLimits = LevelLimits()
+    composite_macros: Literal["selected", "candidates"] = Field(
+        "selected",
+        description="which refined MacroEvents the composite memory places under their "
+        "SuperEvents: the ones the Skim agent selected (the paper's selected paths; all of "
+        "them when it stopped at Macro and selected none), or every Macro candidate it "
+        "examined",
+    )
