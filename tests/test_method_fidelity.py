@@ -209,11 +209,11 @@ def test_the_rewrite_never_reads_the_planners_thought(server, embedder, video: P
 # --------------------------------------------------------------------------- issue 23, item 7
 
 
-def test_the_composite_holds_the_selected_macro_events_unless_configured(
+def test_the_composite_holds_the_selected_macro_events_when_configured(
     server, embedder, video: Path
 ) -> None:
     server.on(None, ScriptedModel())
-    full = ask(make_vt(server, embedder), video)  # agents.composite_macros=selected
+    full = ask(make_vt(server, embedder, "agents.composite_macros=selected"), video)
     [macro] = [level for level in full.levels if level.level == "macro"]
     assert macro.selected_ids == ["macro_0002"] and len(macro.candidate_ids) > 1
     assert ids_in(full.memory_text) == ["macro_0002"]

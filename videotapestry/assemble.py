@@ -2,9 +2,9 @@
 
 The Super scaffold covers the whole video (protected SuperEvents in full with their new
 evidence, the rest compressed); beneath the SuperEvents on the selected path sit the refined
-MacroEvents the Skim agent selected (``agents.composite_macros``: ``selected``, the paper's, or
-``candidates``, every MacroEvent it examined), and beneath those the Focus agent's refined
-evidence.
+MacroEvents the Skim agent examined (``agents.composite_macros``: ``candidates``, or
+``selected``, the paper's, only those it selected), and beneath those the Focus agent's
+refined evidence.
 The compact handoff trace (instructions and STOP markers, no logs) goes alongside. What a
 variant's Answer agent reads is its ``answer_reads`` in ``videotapestry.variants``:
 ``refined_super_only`` and ``refined_paths_only`` drop one of the two components (from one
@@ -52,7 +52,7 @@ def assemble(
     handoff: Sequence[HandoffEntry],
     *,
     variant: str = FULL.name,
-    macros_shown: Literal["selected", "candidates"] = "selected",
+    macros_shown: Literal["selected", "candidates"] = "candidates",
 ) -> CompositeMemory:
     """The final memory the variant's Answer agent reads (``Variant.answer_reads``)."""
     row = variant_named(variant)

@@ -55,9 +55,10 @@ class AgentsConfig(StrictModel):
     single_agent: SingleAgentSettings = SingleAgentSettings()
     level_limits: LevelLimits = LevelLimits()
     composite_macros: Literal["selected", "candidates"] = Field(
-        "selected",
+        "candidates",
         description="which refined MacroEvents the composite memory places under their "
-        "SuperEvents: the ones the Skim agent selected (the paper's selected paths; all of "
-        "them when it stopped at Macro and selected none), or every Macro candidate it "
-        "examined",
+        "SuperEvents: every Macro candidate the Skim agent examined (beyond the paper: the "
+        "neighbours of the selected one keep the context an 'after X' question needs), or "
+        "the ones it selected (the paper's selected paths; all of them when it stopped at "
+        "Macro and selected none)",
     )
