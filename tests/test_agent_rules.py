@@ -308,6 +308,39 @@ def test_more_plain_facts_are_kept(plain: str) -> None:
     assert strip_option_steering(plain) == plain
 
 
+@pytest.mark.parametrize(
+    "steering",
+    [
+        "So C.",
+        "Therefore the answer: C",
+        "Thus, (B).",
+        "This fits the third option.",
+        "The third option.",
+        "The display reads 220°C, so the correct answer is C.",
+        "The frames show the oven, which supports option B.",
+    ],
+)
+def test_model_written_verdicts_are_stripped(steering: str) -> None:
+    assert contains_option_steering(steering)
+    text = f"The display reads 220°C. {steering.rstrip('.')}. Maria leaves."
+    assert strip_option_steering(text) == "The display reads 220°C. Maria leaves."
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "The host says the correct answer is Paris.",
+        "She picks answer C on the board.",
+        "The board reads OPTION B: PARIS.",
+        'The host says "the answer is B" twice.',
+        "So I went home.",
+    ],
+)
+def test_what_the_video_says_or_shows_is_kept(fact: str) -> None:
+    assert not contains_option_steering(fact)
+    assert strip_option_steering(f"Maria leaves. {fact}") == f"Maria leaves. {fact}"
+
+
 def test_steering_filter_keeps_the_layout_of_multiline_text() -> None:
     text = "super_02 [07:00-15:00] Roasting.\n  [Visual] Reads 220°C. Supports option B.\n  ok"
     assert strip_option_steering(text) == (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,13 @@ from videotapestry.api import QuestionItem
 from videotapestry.errors import ModelAuthError, ModelRequestError, QuestionError
 from videotapestry.result import QuestionFailure, Result
 from videotapestry.testing import FakeReply
-from videotapestry.testing.scripted import ScriptedModel, answer_request, calls_by, section
+from videotapestry.testing.scripted import (
+    ScriptedModel,
+    answer_request,
+    calls_by,
+    ids_in,
+    section,
+)
 
 SPEECH = Path(__file__).parent / "fixtures" / "speech.mp4"
 
@@ -141,6 +148,86 @@ def test_steering_in_instructions_and_logged_observations_never_reaches_the_answ
     assert "Check the oven display." in model_written  # the rest of the instruction stays
     assert "The display reads 220°C." in model_written
     assert "Evidence log" in result.memory_text
+
+
+# --------------------------------------------------------------------------- issue 23, item 1
+
+
+def _quiz_memory(tmp_path: Path) -> Path:
+    """The sample memory with a stored OCR node a quiz show would have: it names an option."""
+    copy = tmp_path / "quiz_memory"
+    shutil.copytree(SAMPLE, copy)
+    episode = copy / "phase2" / "episode_002" / "step5_subgraph.json"
+    episode.write_text(
+        episode.read_text(encoding="utf-8").replace('"220°C"', '"OPTION B: 220°C"'),
+        encoding="utf-8",
+    )
+    return copy
+
+
+@pytest.mark.parametrize("variant", ["static_memory", "append_only"])
+def test_stored_nodes_reach_the_answer_unfiltered_and_agent_text_filtered(
+    server, embedder, video: Path, tmp_path: Path, variant: str
+) -> None:
+    def visual(request):
+        return {
+            "observation_result": "The host says the correct answer is 220°C. So C.",
+            "uncertainty": "",
+        }
+
+    server.on(None, ScriptedModel(visual_observation=visual))
+    ask(make_vt(server, embedder, f"variant={variant}"), video, memory=_quiz_memory(tmp_path))
+    memory_part = section(answer_request(server.requests).text, "Video memory:")
+    assert "OPTION B: 220°C" in memory_part  # what the video shows is never rewritten
+    if variant == "append_only":  # the logged observation: the report stays, the verdict goes
+        assert "The host says the correct answer is 220°C." in memory_part
+        assert "So C." not in memory_part
+
+
+# --------------------------------------------------------------------------- issue 23, item 6
+
+
+def test_the_rewrite_never_reads_the_planners_thought(server, embedder, video: Path) -> None:
+    thought = "My private reasoning: the answer hinges on the oven."
+    scripted = ScriptedModel()
+
+    def planning(request):
+        return {**scripted._level_planning(request), "thought": thought}
+
+    scripted.overrides["level_planning"] = planning
+    server.on(None, scripted)
+    ask(make_vt(server, embedder), video)
+    updates = [r for r in server.requests if r.prompt == "level_update"]
+    assert {r.headers.get("x-videotapestry-level") for r in updates} == {"macro", "subgraph"}
+    for request in updates:
+        # What the paper's Update step reads: q, o, the upstream instruction, old texts, O.
+        assert thought not in request.text and "update_instruction" not in request.text
+        assert "Instruction from the level above: (none)" not in request.text
+        assert "Memories to rewrite:" in request.text and "Look at the oven" not in request.text
+
+
+# --------------------------------------------------------------------------- issue 23, item 7
+
+
+def test_the_composite_holds_the_selected_macro_events_when_configured(
+    server, embedder, video: Path
+) -> None:
+    server.on(None, ScriptedModel())
+    full = ask(make_vt(server, embedder, "agents.composite_macros=selected"), video)
+    [macro] = [level for level in full.levels if level.level == "macro"]
+    assert macro.selected_ids == ["macro_0002"] and len(macro.candidate_ids) > 1
+    assert ids_in(full.memory_text) == ["macro_0002"]
+    wide = make_vt(server, embedder, "agents.composite_macros=candidates")
+
+    async def reanswer():
+        try:
+            return await wide.areanswer(full, "full")
+        finally:
+            await wide.aclose()
+
+    every = asyncio.run(reanswer())  # the same exploration, every candidate shown
+    assert ids_in(every.memory_text) == macro.candidate_ids
+    assert every.memory_tokens > full.memory_tokens
 
 
 # --------------------------------------------------------------------------- item 3

@@ -162,7 +162,7 @@ def _explored_levels(memory) -> list[LevelOutcome]:
 def test_refined_compressed_and_kept_parts_of_an_assembled_memory() -> None:
     memory = open_memory(SAMPLE)
     levels = _explored_levels(memory)
-    text = assemble(memory, levels, []).text
+    text = assemble(memory, levels, [], macros_shown="candidates").text
     parts = memory_parts(text, levels)
     assert "\n".join(part.text for part in parts) == text  # nothing lost or reordered
     status = {(p.level, p.node_id): p.status for p in parts if p.node_id}
@@ -186,6 +186,29 @@ def test_refined_compressed_and_kept_parts_of_an_assembled_memory() -> None:
         memory.time_range(macros[0]).start,
         memory.time_range(macros[0]).end,
     )
+
+
+@pytest.mark.parametrize(
+    ("shown", "stopped", "expected"),
+    [
+        ("selected", False, [0]),  # the paper: the Skim agent's selection only
+        ("candidates", False, [0, 1, 2]),  # every MacroEvent it examined
+        ("selected", True, [0, 1, 2]),  # stopped at Macro: its path ends there, all kept
+    ],
+)
+def test_the_composite_shows_the_macro_events_the_skim_agent_selected(
+    shown, stopped, expected
+) -> None:
+    memory = open_memory(SAMPLE)
+    levels = _explored_levels(memory)
+    if stopped:
+        levels = [levels[0], levels[1].model_copy(update={"selected_ids": [], "stop": True})]
+    macros = levels[1].candidate_ids
+    composite = assemble(memory, levels, [], macros_shown=shown)
+    headed = [i for i, m in enumerate(macros) if f"  {m} [" in composite.text]
+    assert headed == expected
+    everything = assemble(memory, levels, [], macros_shown="candidates")
+    assert (composite.tokens < everything.tokens) is (expected != [0, 1, 2])
 
 
 # --------------------------------------------------------------------------- escaping

@@ -312,7 +312,11 @@ class VideoTapestry:
         started = time.perf_counter()
         loaded = self.load_memory(memory, video_fingerprint=exploration.video_fingerprint)
         composite = assemble(
-            loaded.memory, exploration.levels, exploration.handoff, variant=variant
+            loaded.memory,
+            exploration.levels,
+            exploration.handoff,
+            variant=variant,
+            macros_shown=self.config.agents.composite_macros,
         )
         session = self.service.session()
         item = exploration.question

@@ -2,7 +2,9 @@
 
 The Super scaffold covers the whole video (protected SuperEvents in full with their new
 evidence, the rest compressed); beneath the SuperEvents on the selected path sit the refined
-MacroEvents the Skim agent examined, and beneath those the Focus agent's refined evidence.
+MacroEvents the Skim agent examined (``agents.composite_macros``: ``candidates``, or
+``selected``, the paper's, only those it selected), and beneath those the Focus agent's
+refined evidence.
 The compact handoff trace (instructions and STOP markers, no logs) goes alongside. What a
 variant's Answer agent reads is its ``answer_reads`` in ``videotapestry.variants``:
 ``refined_super_only`` and ``refined_paths_only`` drop one of the two components (from one
@@ -10,15 +12,18 @@ fixed exploration: ``VideoTapestry.reanswer`` reassembles a finished run under a
 variant and only the Answer agent runs again); ``append_only`` keeps the stored texts and
 appends every observation as a flat log.
 
-Everything the Answer agent reads passes a last option-steering guard here, line by line:
-refined texts, instructions and logged observations. Verbatim transcript lines are exempt:
-they are what was said, not what a model concluded.
+The option-steering filter runs where the agents write (instructions, rewrites,
+observation summaries), never here: stored node texts and verbatim transcript lines reach the
+Answer agent as they are, since they are what the video shows or says, not what a model
+concluded, and the Static-Memory-Only variant reads the stored contents unchanged. Only the
+handoff trace, all of it agent-written, is filtered once more on its way out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from videotapestry.agents.citations import observation_refs, refs_text
 from videotapestry.agents.options import strip_option_steering
@@ -41,31 +46,13 @@ def handoff_text(entries: Sequence[HandoffEntry]) -> str:
     return strip_option_steering("\n".join(entry.render() for entry in entries))
 
 
-def _verbatim_lines(levels: Sequence[LevelOutcome]) -> set[str]:
-    return {
-        f"{format_range(s, e)} {text}"
-        for outcome in levels
-        for obs in outcome.observations
-        for s, e, text in obs.evidence_lines
-    }
-
-
-def without_steering(text: str, verbatim: set[str]) -> str:
-    """``text`` with steering sentences removed from every line that is not verbatim speech."""
-    lines = []
-    for line in text.split("\n"):
-        kept = line if line.strip() in verbatim else strip_option_steering(line)
-        if kept.strip() or not line.strip():  # a line that was only steering goes
-            lines.append(kept)
-    return "\n".join(lines)
-
-
 def assemble(
     memory: VideoMemory,
     levels: Sequence[LevelOutcome],
     handoff: Sequence[HandoffEntry],
     *,
     variant: str = FULL.name,
+    macros_shown: Literal["selected", "candidates"] = "candidates",
 ) -> CompositeMemory:
     """The final memory the variant's Answer agent reads (``Variant.answer_reads``)."""
     row = variant_named(variant)
@@ -82,7 +69,7 @@ def assemble(
     for super_event in memory.super_events():
         children = []
         if include_paths and macros is not None:
-            for macro_id in macros.candidate_ids:
+            for macro_id in _shown_macros(macros, macros_shown):
                 parent = memory.parent(macro_id)
                 if parent is None or parent.id != super_event.id:
                     continue
@@ -100,9 +87,19 @@ def assemble(
         lines += children
     if row.answer_reads == "evidence_log":
         lines += _evidence_log(levels)
-    text = without_steering("\n".join(lines), _verbatim_lines(levels))
+    text = "\n".join(lines)
     trace = handoff_text(handoff)
     return CompositeMemory(text=text, handoff_trace=trace, tokens=estimate_tokens(text))
+
+
+def _shown_macros(macros: LevelOutcome, shown: Literal["selected", "candidates"]) -> list[str]:
+    """The MacroEvents on the selected paths, in the candidates' order. A Skim agent that
+    stopped selected none (the stop rule clears its selection): its path ends at Macro, so
+    every MacroEvent it refined is kept rather than the level's work dropped."""
+    selected = set(macros.selected_ids)
+    if shown == "candidates" or not selected:
+        return list(macros.candidate_ids)
+    return [i for i in macros.candidate_ids if i in selected]
 
 
 def _entry(memory: VideoMemory, node_id: str, text: str, indent: str) -> str:

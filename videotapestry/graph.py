@@ -151,7 +151,11 @@ async def controller_node(state: QAState, runtime: Runtime[RunContext]) -> dict[
 async def assemble_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = _context(runtime)
     composite = assemble(
-        ctx.memory, state.get("levels", []), state.get("handoff", []), variant=ctx.variant.name
+        ctx.memory,
+        state.get("levels", []),
+        state.get("handoff", []),
+        variant=ctx.variant.name,
+        macros_shown=ctx.config.agents.composite_macros,
     )
     ctx.report(level="assemble", step="assemble", memory_tokens=composite.tokens)
     return {

@@ -353,7 +353,6 @@ async def run_level(
                 log=log,
                 level=level,
                 variables=level_variables(agent, level, question, instruction_in),
-                update_instruction=clean(plan.thought),
             )
             refined |= rewrites.texts
             refs = observation_refs(observations)
@@ -427,9 +426,14 @@ async def rewrite_nodes(
     log: LevelLog,
     level: Level,
     variables: LevelVariables,
-    update_instruction: str,
+    update_instruction: str = "",
 ) -> Rewrites:
     """One update-tool call over ``texts`` (id → current text); the new texts it gave.
+
+    The level agents pass what the paper's Update step reads (question, options, the
+    upstream instruction, the old texts, the observations), never their planner's free-text
+    thought; only the single-agent controller, whose update step is an action it words
+    itself, passes ``update_instruction``.
 
     A node whose entry is unusable, missing or empty keeps its text (and the level log says
     so); rewrites of ids that were not asked for are ignored.

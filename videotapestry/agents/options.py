@@ -21,18 +21,26 @@ def _normalize(text: str) -> str:
 
 # --------------------------------------------------------------------------- option steering
 
+# Only text the agents wrote passes this filter (instructions, rewrites, observation
+# summaries); stored nodes and verbatim transcript lines never do: they are what the video
+# shows or says, and a quiz show's "OPTION B: PARIS" is a fact about it.
+#
 # Words match in any case, option letters only in upper case: "supports a theory" is plain
 # English, "supports A" is steering. A letter must stand alone ("(C)", "C.", "C,"), so
 # "Vitamin C-rich" or "B12" never counts.
 _LETTER = r"\(?[A-Z]\)?(?![A-Za-z0-9'’-])"
-_NAMED = rf"(?i:options?|choices?|answers?|alternative)\s*{_LETTER}"
+_ORDINAL = (
+    r"(?i:the\s+(?:first|second|third|fourth|fifth|sixth|seventh|eighth|last|final|other)\s+"
+    r"(?:option|choice|answer|alternative))\b"
+)
+_NAMED = rf"(?i:options?|choices?|answers?|alternative)\s*[:=]?\s*{_LETTER}"
 _CLAUSE_WORDS = ("so", "thus", "hence", "therefore", "then", "and", "but", "while")
 _CLAUSE_START = (
     r"(?:^|(?<=[.;:!?,(])|(?<=[.;:!?,(]\s)|"
     + "|".join(rf"(?<=\b{word}\s)|(?<=\b{word.capitalize()}\s)" for word in _CLAUSE_WORDS)
     + ")"
 )
-_MAYBE_NAMED = rf"(?:(?i:option|choice|answer|alternative)\s*)?{_LETTER}"
+_MAYBE_NAMED = rf"(?:(?:(?i:option|choice|answer|alternative)\s*)?{_LETTER}|{_ORDINAL})"
 _LEANING_VERBS = (
     r"supports?|supporting|supported|favou?rs?|favou?ring|confirms?|confirming|indicates?|"
     r"suggests?|implies|backs?(?:\s+up)?|corroborates?|validates?|proves?|"
@@ -42,12 +50,22 @@ _LEANING_VERBS = (
     r"(?:is\s+|are\s+)?(?:consistent|inconsistent|in\s+line|in\s+agreement|compatible)\s+with|"
     r"goes\s+with|argues?\s+for|speaks?\s+for|rules?\s+out|eliminates?|excludes?"
 )
-_STEERING_PHRASES = (
-    # Any sentence that names an option by its label ("option B", "choice (C)").
-    rf"\b{_NAMED}",
-    # A leaning verb followed by a bare letter: "aligns with B", "points to (C)".
+#: The writer's own verdict, whoever else the sentence mentions.
+_VERDICTS = (
+    # A leaning verb followed by an option: "aligns with B", "points to the third option".
     rf"\b(?i:{_LEANING_VERBS})\s+(?:(?i:the\s+)?){_MAYBE_NAMED}",
     rf"\b(?i:(?:more|most|less|least)\s+likely\s+(?:to\s+be\s+)?){_MAYBE_NAMED}",
+    # A conclusion that is just a letter: "So C.", "Therefore the answer: C", "Thus, (B)".
+    r"\b(?i:so|thus|hence|therefore|ergo)\s*,?\s*(?:(?i:the\s+)?(?i:final\s+)?"
+    r"(?i:answer|option|choice)\s*(?:(?i:is|would\s+be|must\s+be|should\s+be)|[:=])?\s*)?"
+    r"\(?[A-Z]\)?(?=\s*(?:[.!?;]|$))",
+)
+#: Talk of options or of the answer: steering from an agent, a fact when the sentence
+#: reports what someone or something in the video says or shows ("the host says the correct
+#: answer is Paris", "she picks answer C on the board").
+_OPTION_TALK = (
+    rf"\b{_NAMED}",
+    rf"\b{_ORDINAL}",
     r"\b(?i:(?:correct|right|best|final|likely)\s+(?:answer|option|choice|pick))\b",
     r"\b(?i:the\s+answer\s+(?:is|would\s+be|must\s+be|should\s+be|seems|appears))\b",
     # A verdict on a letter at the start of a clause: "B is correct", "so A is wrong" (but
@@ -55,18 +73,50 @@ _STEERING_PHRASES = (
     rf"{_CLAUSE_START}{_LETTER}\s+(?i:(?:is|seems|appears|looks)\s+(?:\w+\s+)?"
     r"(?:correct|right|wrong|incorrect|unlikely|supported|the\s+answer|the\s+best))",
 )
-_STEERING = re.compile("|".join(_STEERING_PHRASES))
+_VERDICT = re.compile("|".join(_VERDICTS))
+_TALK = re.compile("|".join(_OPTION_TALK))
+#: What marks a sentence as a report of the video: someone says, shows or picks something.
+_REPORTED = re.compile(
+    r"\b(?i:says?|said|saying|states?|stated|announces?|announced|tells?|told|asks?|asked|"
+    r"repl(?:y|ies|ied)|shouts?|shouted|declares?|declared|reveals?|revealed|reads?|reading|"
+    r"shows?|showing|shown|displays?|displayed|displaying|writes?|wrote|written|"
+    r"picks?|picked|chooses|chose|chosen|selects?|selected|presses|pressed|circles?|circled|"
+    r"holds?\s+up|held\s+up|on(?:\s+the)?\s+(?:board|screen|sign|card|slide)|on-screen)\b"
+)
 _SENTENCE = re.compile(r"[^.!?;\n]+(?:[.!?;]+|\n|$)")
 
 
+#: Where the writer's own clause may begin: "The board reads 220°C, so the answer is B".
+_CLAUSE_BREAK = re.compile(
+    r"[,;(—–]|\b(?i:so|thus|hence|therefore|which|meaning|and|but|because|since)\b"
+)
+_QUOTES = re.compile(r"[\"“”]")
+
+
+def _reported(text: str, start: int) -> bool:
+    """Whether the option talk at ``start`` is quoted, or reported by a verb of its clause."""
+    if len(_QUOTES.findall(text, 0, start)) % 2:
+        return True
+    breaks = [m.end() for m in _CLAUSE_BREAK.finditer(text, 0, start)]
+    return bool(_REPORTED.search(text, breaks[-1] if breaks else 0, start))
+
+
+def _steers(text: str) -> bool:
+    if _VERDICT.search(text):
+        return True
+    return any(not _reported(text, m.start()) for m in _TALK.finditer(text))
+
+
 def contains_option_steering(text: str) -> bool:
-    return bool(_STEERING.search(text or ""))
+    """Whether any sentence of an agent-written ``text`` leans toward an answer option."""
+    return any(_steers(sentence) for sentence in _SENTENCE.findall(text or ""))
 
 
 def strip_option_steering(text: str) -> str:
     """Drop every sentence that leans toward an answer option; keep the rest verbatim.
 
-    Works line by line so a multi-line memory keeps its layout (indentation included).
+    For agent-written text only. Works line by line so a multi-line memory keeps its layout
+    (indentation included).
     """
     if not text or not contains_option_steering(text):
         return text
@@ -76,7 +126,7 @@ def strip_option_steering(text: str) -> str:
             out_lines.append(line)
             continue
         indent = line[: len(line) - len(line.lstrip())]
-        kept = [s for s in _SENTENCE.findall(line) if not contains_option_steering(s)]
+        kept = [s for s in _SENTENCE.findall(line) if not _steers(s)]
         body = re.sub(r"[ \t]{2,}", " ", "".join(kept)).strip()
         if body:
             out_lines.append(indent + body)

@@ -76,3 +76,11 @@ class AgentsConfig(StrictModel):
     direct: LevelSettings = LevelSettings()  # the Direct baseline's uniform frames
     single_agent: SingleAgentSettings = SingleAgentSettings()
     level_limits: LevelLimits = LevelLimits()
+    composite_macros: Literal["selected", "candidates"] = Field(
+        "candidates",
+        description="which refined MacroEvents the composite memory places under their "
+        "SuperEvents: every Macro candidate the Skim agent examined (beyond the paper: the "
+        "neighbours of the selected one keep the context an 'after X' question needs), or "
+        "the ones it selected (the paper's selected paths; all of them when it stopped at "
+        "Macro and selected none)",
+    )
