@@ -339,7 +339,9 @@ def interrupt_when_asked(
                 waiting.remove((server, process))
         time.sleep(0.1)
     assert not waiting, "no model call within 120 s"
-    return [process.communicate(timeout=60)[1].decode() for _, process in runs]
+    # Generous: on a loaded machine the interpreter's own shutdown can take a while; the
+    # assertions are about what is printed and the status, not how fast.
+    return [process.communicate(timeout=150)[1].decode() for _, process in runs]
 
 
 def test_ctrl_c_in_ask_and_build_memory_ends_with_one_line_and_130(

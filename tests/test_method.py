@@ -26,6 +26,7 @@ from videotapestry.testing.scripted import (
     calls_by,
 )
 from videotapestry.timecode import format_range
+from videotapestry.video import fingerprint
 
 
 def test_non_global_question_descends_to_focus_and_respects_budgets(
@@ -559,7 +560,11 @@ def test_whisper_transcribes_the_asr_windows_for_a_video_with_speech(
         "asr.beam_size=1",
         f"asr.cache_dir={tmp_path / 'asr'}",
     )
-    result = ask(vt, speech)
+    # The sample memory covers 20 minutes; stamped with the 36 s speech video's fingerprint
+    # it is accepted for it (unstamped, its length would refuse the pairing).
+    memory = tmp_path / "stamped"
+    save_memory(import_memdreamer(SAMPLE, video_fingerprint=fingerprint(speech)), memory)
+    result = ask(vt, speech, memory)
     [request] = [r for r in server.requests if r.prompt == "asr_observation"]
     assert "train" in request.text.lower() and "harbor" in request.text.lower()
     assert QUESTION not in request.text
