@@ -104,11 +104,12 @@ class PromptRegistry:
 
     def render(self, name: str, /, **variables: Any) -> RenderedPrompt:
         source = self.resolve(name)
+        needed = self.variables(name)
         variables = {
-            **{k: v for k, v in OPTIONAL_VARIABLES.items() if k in self.variables(name)},
+            **{k: v for k, v in OPTIONAL_VARIABLES.items() if k in needed},
             **variables,
         }
-        missing = sorted(self.variables(name) - set(variables))
+        missing = sorted(needed - set(variables))
         if missing:
             raise PromptError(
                 f"prompt {name!r} ({source.path}) needs variable(s) {', '.join(missing)} "

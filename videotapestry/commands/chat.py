@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING
 from videotapestry.commands.common import (
     EXIT_DEGRADED,
     AddConfigOptions,
+    answer_line,
     citation_lines,
     facade,
     progress_printer,
 )
 from videotapestry.errors import QuestionError, VideoTapestryError
 from videotapestry.files import parse_json
-from videotapestry.question import option_label
 
 if TYPE_CHECKING:
     from videotapestry.result import Result
@@ -196,11 +196,7 @@ def _show(number: int, result: Result, trace: Path, *, as_json: bool) -> None:
     print(f"[{number}] {result.asked or result.question}")
     if result.asked:
         print(f"    read as: {result.question}")
-    if result.options:
-        chosen = next((o for o in result.options if option_label(o) == result.answer), "")
-        print(f"    answer: {result.answer}  {chosen}")
-    else:
-        print(f"    answer: {result.answer_text or '(none)'}")
+    print(f"    {answer_line(result)}")
     for line in citation_lines(result.citations):
         print(f"    {line}")
     for degradation in result.degraded:

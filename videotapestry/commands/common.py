@@ -193,16 +193,21 @@ def citation_lines(citations: Sequence[Citation]) -> list[str]:
     return lines
 
 
+def answer_line(result: Result) -> str:
+    """``answer: C  C. 4417`` for a multiple-choice answer, ``answer: <words>`` for a
+    free-form one."""
+    if result.options:
+        chosen = next((o for o in result.options if option_label(o) == result.answer), "")
+        return f"answer: {result.answer}  {chosen}"
+    return f"answer: {result.answer_text or '(none)'}"
+
+
 def finish(result: Result, trace_path: Path, *, as_json: bool, allow_degraded: bool) -> int:
     """Print one result (text or one JSON line), its degradations, and the exit status."""
     if as_json:
         print(json.dumps({**result.to_dict(), "trace_path": str(trace_path)}, ensure_ascii=False))
     else:
-        if result.options:
-            chosen = next((o for o in result.options if option_label(o) == result.answer), "")
-            print(f"answer: {result.answer}  {chosen}")
-        else:
-            print(f"answer: {result.answer_text or '(none)'}")
+        print(answer_line(result))
         print(f"reasoning: {result.reasoning}")
         for line in citation_lines(result.citations):
             print(line)
