@@ -25,7 +25,7 @@ PYTHON ?= python3
 VENV ?= .venv
 TORCH ?= torch==2.13.0
 TORCH_INDEX ?=
-EXTRAS ?= offline,dev,ray,eval
+EXTRAS ?= offline,dev,ray,eval,serve
 PYTEST_ARGS ?= -q
 
 comma := ,

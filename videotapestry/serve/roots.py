@@ -1,0 +1,104 @@
+"""The folders a server may read, and the one check every requested path goes through.
+
+The REST API, the browser UI and the MCP server all take paths from whoever is on the other
+end of a socket. Each such path is resolved here (``..``, symlinks, percent-encoding and
+absolute paths included) and refused unless the resolved file lies under one of the roots the
+server was started with, so no route or tool can read outside them by forgetting a check.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote
+
+from videotapestry.errors import VideoTapestryError
+
+VIDEO_SUFFIXES = frozenset({".mp4", ".mkv", ".webm", ".mov", ".avi", ".m4v"})
+"""File endings listed as videos under a root."""
+
+MEMORY_MARKER = "memory.json"
+"""A folder holding this file is listed as a stored memory."""
+
+
+class PathOutsideRootsError(VideoTapestryError, PermissionError):
+    """A requested path resolves outside every configured root (or names nothing usable)."""
+
+
+@dataclass(frozen=True)
+class Roots:
+    """The resolved folders a server may read; built once at start-up and passed explicitly."""
+
+    folders: tuple[Path, ...]
+
+    @classmethod
+    def of(cls, folders: Iterable[str | Path]) -> Roots:
+        resolved: list[Path] = []
+        for folder in folders:
+            path = Path(folder).expanduser().resolve()
+            if not path.is_dir():
+                raise PathOutsideRootsError(f"root {folder}: not a folder; pass an existing one")
+            if path not in resolved:
+                resolved.append(path)
+        if not resolved:
+            raise PathOutsideRootsError("no root given; pass at least one --root folder")
+        return cls(tuple(resolved))
+
+    def resolve(self, requested: str | Path, *, must_exist: bool = True) -> Path:
+        """The resolved path of ``requested`` if it lies under a root, else an error.
+
+        A relative path is taken against each root in turn (the first under which it exists);
+        percent-encoding is undone first, so ``..%2F`` is the ``../`` it stands for.
+        """
+        text = unquote(str(requested)) if isinstance(requested, str) else str(requested)
+        if not text or "\x00" in text:
+            raise PathOutsideRootsError(f"path {requested!r}: empty or not a valid path")
+        candidate = Path(text).expanduser()
+        tried = (
+            [candidate] if candidate.is_absolute() else [root / candidate for root in self.folders]
+        )
+        for path in tried:
+            resolved = Path(os.path.realpath(path))
+            if not self.contains(resolved):
+                continue
+            if must_exist and not resolved.exists():
+                continue
+            return resolved
+        raise PathOutsideRootsError(
+            f"path {requested!s}: not under the server's roots "
+            f"({', '.join(str(root) for root in self.folders)}) or does not exist"
+        )
+
+    def contains(self, resolved: Path) -> bool:
+        """Whether an already resolved path is one of the roots or lies beneath one."""
+        return any(resolved == root or resolved.is_relative_to(root) for root in self.folders)
+
+    def relative(self, resolved: Path) -> str:
+        """How a resolved path under a root is named to clients (relative to its root)."""
+        for root in self.folders:
+            if resolved == root or resolved.is_relative_to(root):
+                return resolved.relative_to(root).as_posix() or "."
+        raise PathOutsideRootsError(f"path {resolved}: not under the server's roots")
+
+    def videos(self) -> Iterator[Path]:
+        """Every video file under the roots (symlinks leading out are skipped)."""
+        yield from self._walk(lambda path: path.is_file() and path.suffix.lower() in VIDEO_SUFFIXES)
+
+    def memories(self) -> Iterator[Path]:
+        """Every stored memory folder under the roots (a folder with ``memory.json``)."""
+        yield from self._walk(lambda path: path.is_dir() and (path / MEMORY_MARKER).is_file())
+
+    def _walk(self, wanted: Callable[[Path], bool]) -> Iterator[Path]:
+        seen: set[Path] = set()
+        for root in self.folders:
+            for directory, subdirs, files in os.walk(root, followlinks=False):
+                subdirs[:] = sorted(name for name in subdirs if not name.startswith("."))
+                here = Path(directory)
+                for name in [*subdirs, *sorted(files)]:
+                    resolved = Path(os.path.realpath(here / name))
+                    if resolved in seen or not self.contains(resolved) or not wanted(resolved):
+                        continue
+                    seen.add(resolved)
+                    yield resolved
