@@ -26,7 +26,7 @@ PYTHON ?= python3
 VENV ?= .venv
 TORCH ?= torch==2.13.0
 TORCH_INDEX ?=
-EXTRAS ?= offline,dev,ray,eval,serve
+EXTRAS ?= offline,dev,ray,eval,serve,docs
 PYTEST_ARGS ?= -q
 
 comma := ,
