@@ -95,9 +95,11 @@ class BuilderFrameProxySettings(StrictModel):
     of the original (``videotapestry.video.proxy``). Off by default: its frames are a lossy
     re-encode, so the model sees other pixels (the same moments, at the same timestamps).
 
-    Figures (bench/bench_frame_proxy.py, 640x360 worst-case textured video): libx264 with a
-    keyframe every second, CRF 23, ``veryfast``, tuned for fast decoding is about 180 MB per
-    video-hour and decodes a random frame about 4-5 times cheaper than the 10-s-GOP source.
+    Figures (bench/bench_frame_proxy.py --minutes 60, the 640x360 textured benchmark video):
+    libx264 with a keyframe every second, CRF 23, ``veryfast``, tuned for fast decoding, is
+    181 MB per video-hour (the source 112), costs 4.2 s of CPU per video-minute to write, and
+    decodes a random frame with 14 times less CPU than the 10-s-GOP source. All-intra was
+    about 3-4 times larger in a 2-minute trial (700 MB per hour at CRF 23).
     """
 
     enabled: bool = Field(
