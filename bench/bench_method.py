@@ -15,7 +15,10 @@ runs, and the scripted model on the fake OpenAI-compatible server.
    refined_super_only and refined_paths_only are answered from the full variant's exploration
    (``VideoTapestry.areanswer``): one Answer call each, as in the paper's Appendix C.
 
-    python bench/bench_method.py [--questions 3]
+4. With ``--proxy`` (or ``--proxy-only``): the same questions with and without the frame
+   proxy (``builder.frame_proxy``), alternating, frame cache off: decoding per question.
+
+    python bench/bench_method.py [--questions 3] [--gop 250] [--proxy | --proxy-only]
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import argparse
 import asyncio
 import functools
 import os
+import shutil
 import statistics
 import threading
 import time
@@ -147,7 +151,9 @@ def _srt_time(seconds: int) -> str:
     return f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d},000"
 
 
-def make_vt(server: FakeOpenAIServer, embedder, variant: str = "full") -> VideoTapestry:
+def make_vt(
+    server: FakeOpenAIServer, embedder, variant: str = "full", *extra: str
+) -> VideoTapestry:
     return VideoTapestry(
         overrides=[
             f"models.default.base_url={server.base_url}",
@@ -155,9 +161,73 @@ def make_vt(server: FakeOpenAIServer, embedder, variant: str = "full") -> VideoT
             "cache.enabled=false",
             "asr.source=subtitles",
             f"variant={variant}",
+            *extra,
         ],
         embedder=embedder,
     )
+
+
+def proxy_memory(memory_dir: Path, video: Path) -> Path:
+    """A copy of the bench memory whose directory also holds ``video``'s frame proxy
+    (written once by bench_frame_proxy.py's helper, linked here)."""
+    from bench_frame_proxy import ensure_proxy
+
+    from videotapestry.video import PROXY_FILE, PROXY_MANIFEST
+
+    proxies, _ = ensure_proxy(video)
+    target = CACHE / f"memory_60min_proxy_{video.stem}"
+    if not (target / "manifest.json").exists():
+        shutil.copytree(memory_dir, target, dirs_exist_ok=True)
+    for name in (PROXY_FILE, PROXY_MANIFEST):
+        (target / name).unlink(missing_ok=True)
+        (target / name).symlink_to(proxies / name)
+    return target
+
+
+def compare_proxy(args, embedder, memory_dir: Path, video: Path, subs: Path) -> None:
+    """4. Per question, the original against the frame proxy, alternating in one process,
+    with the frame cache off so that every question decodes its frames."""
+    with_proxy = proxy_memory(memory_dir, video)
+    decode = "decode frames (all observations)"
+    with FakeOpenAIServer() as server:
+        server.on(None, ScriptedModel())
+        vts = {
+            "original": make_vt(server, embedder, "full", "video.frame_cache_mb=0"),
+            "proxy": make_vt(server, embedder, "full", "video.frame_cache_mb=0"),
+        }
+        memories = {"original": memory_dir, "proxy": with_proxy}
+
+        async def run():
+            for label, vt in vts.items():  # warm: embedder, memory, packed clips
+                await ask(vt, video, memories[label], subs, QUESTIONS[0])
+            timer = install_timers()
+            figures = {label: ([], []) for label in vts}
+            answers = {label: [] for label in vts}
+            for index in range(args.questions):
+                question = QUESTIONS[(index + 1) % len(QUESTIONS)]
+                for label, vt in vts.items():
+                    before = timer.seconds.get(decode, 0.0)
+                    started = time.perf_counter()
+                    result = await ask(vt, video, memories[label], subs, question)
+                    figures[label][0].append(time.perf_counter() - started)
+                    figures[label][1].append(timer.seconds.get(decode, 0.0) - before)
+                    notes = {e.name for e in result.trace.events if e.kind == "note"}
+                    assert ("frame_proxy" in notes) == (label == "proxy"), notes
+                    answers[label].append((result.answer, result.usage.images))
+            for vt in vts.values():
+                await vt.aclose()
+            return figures, answers
+
+        figures, answers = asyncio.run(run())
+    print(f"4. frame proxy vs original, {args.questions} questions each, alternating, frame "
+          "cache off (decoding = all observations' decode_indices)")  # fmt: skip
+    for label, (walls, decodes) in figures.items():
+        print(f"   {label:<9} wall {statistics.mean(walls):6.2f} s/question, decoding "
+              f"{statistics.mean(decodes):6.2f} s/question")  # fmt: skip
+    ratio = statistics.mean(figures["original"][1]) / statistics.mean(figures["proxy"][1])
+    walls = statistics.mean(figures["original"][0]) / statistics.mean(figures["proxy"][0])
+    print(f"   decoding {ratio:.1f}x faster with the proxy, question wall {walls:.2f}x; "
+          f"same answers and image counts: {answers['original'] == answers['proxy']}")  # fmt: skip
 
 
 async def ask(vt: VideoTapestry, video: Path, memory: Path, subs: Path, question: str):
@@ -173,12 +243,23 @@ def main() -> None:
         default=250,
         help="keyframe interval of the 60-minute video in frames (250 = 10 s, the worst case)",
     )
+    parser.add_argument(
+        "--proxy",
+        action="store_true",
+        help="also compare per-question decoding with the frame proxy (builder.frame_proxy)",
+    )
+    parser.add_argument(
+        "--proxy-only", action="store_true", help="only the frame proxy comparison (section 4)"
+    )
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "bench")
     memory_dir, video, subs = inputs(args.gop)
     embedder = SentenceTransformerEmbedder(
         EmbeddingConfig(model="packaged:all-MiniLM-L6-v2", query_prompt_name=None)
     )
+    if args.proxy_only:
+        compare_proxy(args, embedder, memory_dir, video, subs)
+        return
 
     with FakeOpenAIServer() as server:
         server.on(None, ScriptedModel())
@@ -259,6 +340,8 @@ def main() -> None:
                   f"{u.completion_tokens:>11}{r.memory_tokens:>12}  "
                   f"{'/'.join(r.levels_visited) or '-'}"
                   f"{'  (reanswer: Answer call only)' if r.reassembled_from else ''}")  # fmt: skip
+    if args.proxy:
+        compare_proxy(args, embedder, memory_dir, video, subs)
 
 
 if __name__ == "__main__":

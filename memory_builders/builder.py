@@ -5,6 +5,8 @@ key of its inputs (``checkpoints``):
 
 1. ``scan``: probe and fingerprint the video, then one decoding pass for the shot cuts and
    the kept frames; 2. ``transcript``, beside the scan: Whisper or the given subtitles;
+   and, when ``builder.frame_proxy`` asks for it, ``frame_proxy``: a small copy of the video
+   for query-time decoding, written into the memory directory;
 3. ``segmentation``: clips from the shot cuts;
 4. ``perception``: per clip, concurrently, OCR of its kept frames and one perception call;
 5. ``macro``: MacroEvent boundaries (sliding window over captions), then per MacroEvent its
@@ -33,6 +35,7 @@ from typing import Literal
 from memory_builders.assembly import assemble_memory, embed_memory
 from memory_builders.context import BuildContext
 from memory_builders.entities import entity_stage
+from memory_builders.frame_proxy import frame_proxy_stage
 from memory_builders.macro import macro_stage
 from memory_builders.output import prepare_directory, write_memory, write_stop_report
 from memory_builders.perception import perception_stage
@@ -127,9 +130,10 @@ class MemoryBuilder:
         prepare_directory(ctx, restart=restart)
         try:
             info = await probe_stage(ctx)
-            frames, transcript = await asyncio.gather(
+            frames, transcript, _proxy = await asyncio.gather(
                 scan_stage(ctx, info),
                 transcript_stage(ctx, info, Path(subtitles) if subtitles else None),
+                frame_proxy_stage(ctx, info),
             )
             clips = clip_stage(ctx, info.duration_s, frames.result)
             perceptions = await perception_stage(ctx, info, frames, transcript, clips)

@@ -22,7 +22,7 @@ from videotapestry.agents.state import EarlierTurn
 from videotapestry.config import Config
 from videotapestry.memory import VideoMemory
 from videotapestry.result import Result
-from videotapestry.run_setup import open_decoders
+from videotapestry.run_setup import memory_directory, open_decoders
 from videotapestry.video import FrameCache, VideoReader
 
 T = TypeVar("T")
@@ -96,7 +96,12 @@ class Conversation:
     def _open(self) -> list[VideoReader]:
         if self._readers or self.video is None or self.answer_options.get("no_video"):
             return self._readers
-        self._readers = open_decoders(self.video, self.vt.config.video, self.vt.frames)
+        self._readers = open_decoders(
+            self.video,
+            self.vt.config.video,
+            self.vt.frames,
+            memory_dir=memory_directory(self.memory),
+        )
         return self._readers
 
     @property

@@ -5,10 +5,17 @@ what it builds. Everything here is file and CPU work (probing and opening the vi
 the memory), which the facade runs off the event loop. What made observation or ASR
 unavailable is recorded on the context, never worked around silently: the agents record it as
 a degradation of the run.
+
+A memory directory may hold a frame proxy of its video (``builder.frame_proxy``): the
+decoders then read it instead of the original, and the trace says so (``frame_proxy``). A
+proxy that is not of this video is refused with a warning and the original is decoded: that
+is the method's own input, so nothing of the method is lost (no degradation), but the trace
+records the refusal (``frame_proxy_refused``) so the switch is never silent.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,13 +25,26 @@ from videotapestry.agents.state import QuestionInput
 from videotapestry.asr import SubtitleSource, TranscriptSource, make_transcript_source
 from videotapestry.memory import VideoMemory, check_duration
 from videotapestry.memory_cache import MemoryCache
-from videotapestry.video import FrameCache, VideoReader, open_video, with_cache
+from videotapestry.video import (
+    FrameCache,
+    ProxyLookup,
+    ProxyReader,
+    VideoInfo,
+    VideoReader,
+    find_proxy,
+    has_proxy,
+    open_video,
+    probe,
+    with_cache,
+)
 
 if TYPE_CHECKING:
     from videotapestry.config import AsrConfig, Config, VideoConfig
     from videotapestry.embeddings import Embedder
     from videotapestry.llm.service import ModelService
     from videotapestry.prompts import PromptRegistry
+
+_log = logging.getLogger(__name__)
 
 
 def open_run_context(
@@ -54,7 +74,9 @@ def open_run_context(
     elif video is None:
         disabled = "no video file was given; answering from the stored memory only"
     else:
-        decoders = list(readers) or open_decoders(video, config.video, frames)
+        decoders = list(readers) or open_decoders(
+            video, config.video, frames, memory_dir=memory_directory(memory)
+        )
     reader = decoders[0] if decoders else None
     video_fp = reader.info.fingerprint if reader is not None else None
     try:
@@ -108,28 +130,93 @@ def open_run_context(
     )
     # Waits and retries of slow calls reach the same display as the level steps.
     ctx.session.progress = lambda event: ctx.report(**event)
+    _note_frame_source(ctx, memory)
     return ctx
 
 
+def memory_directory(memory: str | Path | VideoMemory) -> Path | None:
+    """The directory a memory was given as, where its frame proxy would be; None for a
+    memory object or a file."""
+    if isinstance(memory, VideoMemory):
+        return None
+    path = Path(memory)
+    return path if path.is_dir() else None
+
+
+def _note_frame_source(ctx: RunContext, memory: str | Path | VideoMemory) -> None:
+    """Record on the trace that frames come from a proxy, or that one was refused."""
+    reader = ctx.video
+    if isinstance(reader, ProxyReader):
+        made = reader.manifest
+        ctx.session.trace.note(
+            "frame_proxy",
+            path=str(reader.path),
+            size=f"{made.width}x{made.height}",
+            codec=made.codec,
+            keyframe_interval=made.keyframe_interval,
+        )
+        return
+    directory = memory_directory(memory)
+    if reader is None or directory is None or not ctx.config.video.frame_proxy:
+        return
+    if has_proxy(directory):
+        refused = find_proxy(directory, reader.info).refused
+        if refused is not None:
+            ctx.session.trace.note("frame_proxy_refused", reason=refused)
+
+
 def open_decoders(
-    video: str | Path, config: VideoConfig, frames: FrameCache | None = None
+    video: str | Path,
+    config: VideoConfig,
+    frames: FrameCache | None = None,
+    *,
+    memory_dir: Path | None = None,
 ) -> list[VideoReader]:
     """``config.parallel_decoders`` readers of ``video``: the first probes it, the others
     reopen it with the same backend and probe (no second fingerprint, identical frames);
-    all of them share ``frames``."""
-    reader = open_video(video, config, frame_cache=frames)
+    all of them share ``frames``. When ``memory_dir`` holds a frame proxy of this video
+    (and ``config.frame_proxy`` is on), they decode the proxy; one of another video is
+    refused with a warning and the original is decoded."""
+    reader: VideoReader
+    reopen: Callable[[], VideoReader]
+    proxy = _matching_proxy(video, config, memory_dir)
+    if proxy is not None:
+        lookup, info = proxy
+
+        def reopen() -> VideoReader:
+            return ProxyReader(lookup, info, config, frames)
+
+        reader = reopen()
+    else:
+        reader = open_video(video, config, frame_cache=frames)
+        backend: Callable[..., VideoReader] = type(reader)
+
+        def reopen() -> VideoReader:
+            return with_cache(backend(reader.info.path, config, info=reader.info), frames)
+
     decoders = [reader]
     try:
-        reopen: Callable[..., VideoReader] = type(reader)
-        decoders += [
-            with_cache(reopen(reader.info.path, config, info=reader.info), frames)
-            for _ in range(config.parallel_decoders - 1)
-        ]
+        decoders += [reopen() for _ in range(config.parallel_decoders - 1)]
     except BaseException:
         for opened in decoders:
             opened.close()
         raise
     return decoders
+
+
+def _matching_proxy(
+    video: str | Path, config: VideoConfig, memory_dir: Path | None
+) -> tuple[ProxyLookup, VideoInfo] | None:
+    """The memory directory's frame proxy of ``video`` (and the video's probe), if it has
+    one made from this video and proxies are on; a refused one is logged as a warning.
+    The video is probed here only when there is a proxy to check."""
+    if memory_dir is None or not config.frame_proxy or not has_proxy(memory_dir):
+        return None
+    info = probe(video)
+    lookup = find_proxy(memory_dir, info)
+    if lookup.refused is not None:
+        _log.warning("%s; decoding the original video instead", lookup.refused)
+    return (lookup, info) if lookup.usable else None
 
 
 def _transcripts(

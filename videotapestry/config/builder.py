@@ -90,6 +90,44 @@ class BuilderOcrSettings(StrictModel):
     threads: int = Field(1, ge=0, description="onnxruntime threads per OCR call (0: default)")
 
 
+class BuilderFrameProxySettings(StrictModel):
+    """A small copy of the video in the memory directory that query-time tools decode instead
+    of the original (``videotapestry.video.proxy``). Off by default: its frames are a lossy
+    re-encode, so the model sees other pixels (the same moments, at the same timestamps).
+
+    Figures (bench/bench_frame_proxy.py --minutes 60, the 640x360 textured benchmark video):
+    libx264 with a keyframe every second, CRF 23, ``veryfast``, tuned for fast decoding, is
+    181 MB per video-hour (the source 112), costs 4.2 s of CPU per video-minute to write, and
+    decodes a random frame with 14 times less CPU than the 10-s-GOP source. All-intra was
+    about 3-4 times larger in a 2-minute trial (700 MB per hour at CRF 23).
+    """
+
+    enabled: bool = Field(
+        False, description="write the proxy (frame_proxy.mp4 + frame_proxy.json) beside the memory"
+    )
+    max_side: int | None = Field(
+        None,
+        ge=64,
+        description="longest side of the proxy's frames; null: the largest image the agents "
+        "are sent (images.frame_max_side capped by images.grid_max_side and "
+        "video.decoded_max_side); never above the video's own size",
+    )
+    keyframe_interval_s: float = Field(
+        1.0,
+        ge=0,
+        description="a keyframe this often (reaching a frame decodes at most this much); "
+        "0: every frame a keyframe (all-intra, about 3-4 times larger)",
+    )
+    codec: Literal["auto", "libx264", "mpeg4"] = Field(
+        "auto",
+        description="auto: libx264 when PyAV's FFmpeg has it, else MPEG-4 part 2 (larger)",
+    )
+    crf: int = Field(23, ge=0, le=51, description="libx264 quality (lower: better, larger)")
+    preset: Literal["ultrafast", "superfast", "veryfast", "faster", "fast", "medium"] = Field(
+        "veryfast", description="libx264 speed/size trade-off of the encoding"
+    )
+
+
 class BuilderMacroSettings(StrictModel):
     """MacroEvents: consecutive clips grouped by a text model over a sliding window."""
 
@@ -133,6 +171,8 @@ class BuilderConfig(StrictModel):
     )
     embeddings: bool = Field(True, description="compute node embeddings into the memory")
     scan: BuilderScanSettings = BuilderScanSettings()
+    #: The optional frame proxy for query-time decoding (off by default).
+    frame_proxy: BuilderFrameProxySettings = BuilderFrameProxySettings()
     clips: BuilderClipSettings = BuilderClipSettings()
     transcript: BuilderTranscriptSettings = BuilderTranscriptSettings()
     perception: BuilderPerceptionSettings = BuilderPerceptionSettings()

@@ -55,6 +55,12 @@ class VideoConfig(StrictModel):
         "sub-interval around its centre when there is one (decoding it is far cheaper); "
         "0 always takes the exact centre frame",
     )
+    frame_proxy: bool = Field(
+        True,
+        description="decode the memory's frame proxy (builder.frame_proxy) instead of the video "
+        "when it was made from this video (same frames at the same timestamps, re-encoded "
+        "pixels); false always decodes the original",
+    )
     decoded_max_side: int | None = Field(
         None,
         ge=16,

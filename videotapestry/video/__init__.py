@@ -11,6 +11,18 @@ from videotapestry.video.encoding import (
 )
 from videotapestry.video.frame_cache import FrameCache
 from videotapestry.video.grids import FrameGrid, pack_grids
+from videotapestry.video.proxy import (
+    PROXY_FILE,
+    PROXY_MANIFEST,
+    ProxyLookup,
+    ProxyManifest,
+    ProxyReader,
+    find_proxy,
+    has_proxy,
+    proxy_max_side,
+    remove_proxy,
+    write_proxy,
+)
 from videotapestry.video.reader import (
     DecordReader,
     Frame,
@@ -36,12 +48,17 @@ from videotapestry.video.windows import (
 )
 
 __all__ = [
+    "PROXY_FILE",
+    "PROXY_MANIFEST",
     "DecordReader",
     "Frame",
     "FrameCache",
     "FrameGrid",
     "OpenCVReader",
     "PassFrame",
+    "ProxyLookup",
+    "ProxyManifest",
+    "ProxyReader",
     "PyAVReader",
     "RateSampler",
     "SequentialPass",
@@ -52,9 +69,11 @@ __all__ = [
     "decode_indices",
     "decode_size",
     "encode_jpeg",
+    "find_proxy",
     "fingerprint",
     "format_timestamp",
     "frame_images",
+    "has_proxy",
     "individual_frame_budget",
     "observation_windows",
     "open_video",
@@ -62,6 +81,8 @@ __all__ = [
     "overview_images",
     "pack_grids",
     "probe",
+    "proxy_max_side",
+    "remove_proxy",
     "sample_uniform",
     "sample_windows",
     "uniform_indices",
@@ -69,4 +90,5 @@ __all__ = [
     "width_size",
     "window_indices",
     "with_cache",
+    "write_proxy",
 ]
