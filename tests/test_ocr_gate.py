@@ -112,7 +112,7 @@ def _frame(clock: str, seed: int) -> np.ndarray:
     return image
 
 
-CLOCKS = ["10:01", "10:02", "10:02", "10:03", "10:04"]
+CLOCKS = ["10:01", "10:02", "10:02", "10:03", "10:03 PM"]
 
 
 def test_the_region_gate_recognizes_only_the_line_that_changed(engine) -> None:
@@ -127,11 +127,13 @@ def test_the_region_gate_recognizes_only_the_line_that_changed(engine) -> None:
         asked.append((engine.detections - before[0], engine.recognized - before[1]))
     # The same texts as reading every frame whole.
     whole = [sorted(text_key(h.text) for h in engine.read(image)) for image in frames]
-    assert seen == whole == [sorted(["harbourgate7", c.replace(":", "")]) for c in CLOCKS]
+    assert seen == whole == [sorted(["harbourgate7", text_key(c)]) for c in CLOCKS]
     # Frame 0 is read whole (two lines recognized); frame 2 repeats frame 1 under new noise
-    # and is not read at all; otherwise only the clock's line is detected and recognized.
-    assert asked == [(1, 2), (1, 1), (0, 0), (1, 1), (1, 1)]
-    assert (stats.read, stats.detected, stats.recognized) == (4, 4, 5)
+    # and is not read at all; a digit changing inside the clock's box is recognized in that
+    # box without the detector; the clock growing beyond its box ("PM") is detected again.
+    # The title is recognized once.
+    assert asked == [(1, 2), (0, 1), (0, 0), (0, 1), (1, 1)]
+    assert (stats.read, stats.detected, stats.recognized) == (4, 2, 5)
     assert engine.reads == len(frames)  # the whole reads above were the reference's only
 
 
@@ -150,4 +152,15 @@ def test_spans_through_the_region_gate_match_the_ungated_spans(engine) -> None:
     assert ("harbourgate7", 0.0, 10.0) in spans(regions)
     assert ("1002", 2.0, 6.0) in spans(regions)
     assert gated.frames == ungated.frames == ungated.read == 5
+    assert ("1003pm", 8.0, 10.0) in spans(regions)
     assert gated.read == 4 and gated.recognized == 5
+
+
+def test_auto_without_rapidocr_is_reported_not_silent(monkeypatch: pytest.MonkeyPatch) -> None:
+    from videotapestry.ocr import make_ocr_engine, missing_ocr
+
+    monkeypatch.setitem(__import__("sys").modules, "rapidocr_onnxruntime", None)
+    auto = BuilderOcrSettings(engine="auto")
+    assert make_ocr_engine(auto) is None
+    assert "offline" in (missing_ocr(auto, None) or "")
+    assert missing_ocr(BuilderOcrSettings(engine="none"), None) is None

@@ -11,11 +11,12 @@ texts were read from, what to read again:
 
 - ``regions`` (the default): the frame and that picture are compared as grey thumbnails
   (cells of 1/64 of the width). A frame with no cell changed by more than
-  ``region_threshold`` grey levels is not read at all. Otherwise only the horizontal bands of
-  changed rows (grown to cover every text box they touch, since a line of text is read
-  whole) go through the detector; a box found there whose pixels did not change keeps its
-  text, and only the others go through the recognizer. Boxes outside the bands keep their
-  texts. A ticking clock in a still picture costs one small band and one box a frame.
+  ``region_threshold`` grey levels is not read at all. A change lying wholly inside a text
+  box already read (a ticking clock) is recognized again in that box, without the detector.
+  Any other group of changed cells becomes a region, grown to cover every text box it
+  touches (a line of text is read whole), that goes through the detector; a box found there
+  whose pixels did not change keeps its text, and only the others go through the
+  recognizer, one box per call. Boxes outside the regions keep their texts.
 - ``frame``: a frame whose 64-pixel thumbnail differs from the last frame read by less than
   ``change_threshold`` grey levels on average is not read; any other frame is read whole.
   Its limit is small text changing inside an otherwise still picture (a ticking clock): it
@@ -39,6 +40,7 @@ from videotapestry.ocr.engine import (
     RegionOcrEngine,
     TextBox,
     make_ocr_engine,
+    missing_ocr,
 )
 from videotapestry.ocr.gate import OcrStats, thumbnail
 from videotapestry.ocr.spans import TextSpan, frames_to_read, read_texts, same_text, text_key
@@ -54,6 +56,7 @@ __all__ = [
     "TextSpan",
     "frames_to_read",
     "make_ocr_engine",
+    "missing_ocr",
     "read_texts",
     "same_text",
     "text_key",

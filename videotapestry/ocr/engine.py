@@ -157,3 +157,15 @@ def make_ocr_engine(settings: BuilderOcrSettings) -> OcrEngine | None:
         except ImportError:
             return None
     return RapidOcrEngine(settings)
+
+
+def missing_ocr(settings: BuilderOcrSettings, engine: OcrEngine | None) -> str | None:
+    """Why the OCR the settings ask for is absent (``auto`` without rapidocr), for the build
+    report: a build without it has no exact-time OCRText nodes, which must not pass quietly."""
+    if engine is not None or settings.engine != "auto":
+        return None
+    return (
+        "builder.ocr.engine=auto found no rapidocr-onnxruntime: on-screen text comes from the "
+        'perception model only (install the "offline" extra for OCRText nodes with exact '
+        "times, or set builder.ocr.engine=none)"
+    )

@@ -77,23 +77,49 @@ def changed_cells(before: np.ndarray, after: np.ndarray, threshold: float) -> np
     return np.asarray(np.abs(after - before) > threshold)
 
 
-def regions_from_cells(cells: np.ndarray, width: int, height: int) -> list[Rect]:
-    """Pixel rectangles of a ``width`` x ``height`` frame covering the changed cells: one per
-    group of touching cells, widened by the margin."""
-    margin = max(MIN_MARGIN_PX, round(BAND_MARGIN * height))
+def cell_groups(cells: np.ndarray, width: int, height: int) -> list[Rect]:
+    """Pixel rectangles of a ``width`` x ``height`` frame, one per group of touching changed
+    cells."""
     rows, cols = cells.shape
     count, _, stats, _ = cv2.connectedComponentsWithStats(cells.astype(np.uint8), connectivity=8)
-    rects: list[Rect] = []
-    for left, top, w, h, _ in stats[1:count]:
-        rects.append(
-            (
-                max(0, int(left * width / cols) - margin),
-                max(0, int(top * height / rows) - margin),
-                min(width, int(np.ceil((left + w) * width / cols)) + margin),
-                min(height, int(np.ceil((top + h) * height / rows)) + margin),
-            )
+    return [
+        (
+            int(left * width / cols),
+            int(top * height / rows),
+            min(width, int(np.ceil((left + w) * width / cols))),
+            min(height, int(np.ceil((top + h) * height / rows))),
         )
-    return rects
+        for left, top, w, h, _ in stats[1:count]
+    ]
+
+
+def with_margin(rect: Rect, width: int, height: int) -> Rect:
+    """A group of changed cells widened by the margin (clamped to the frame)."""
+    margin = max(MIN_MARGIN_PX, round(BAND_MARGIN * height))
+    return (
+        max(0, rect[0] - margin),
+        max(0, rect[1] - margin),
+        min(width, rect[2] + margin),
+        min(height, rect[3] + margin),
+    )
+
+
+def regions_from_cells(cells: np.ndarray, width: int, height: int) -> list[Rect]:
+    """Pixel rectangles covering the changed cells: one per group of touching cells, widened
+    by the margin."""
+    return [with_margin(rect, width, height) for rect in cell_groups(cells, width, height)]
+
+
+def inside_box(group: Rect, box: Bounds, slack_y: float) -> bool:
+    """Whether a group of changed cells lies within a text box: left to right exactly (a
+    text that grew changes cells beyond its old box), top to bottom give or take
+    ``slack_y`` (a cell row straddling the box's edge)."""
+    return (
+        box[0] <= group[0]
+        and group[2] <= box[2]
+        and box[1] - slack_y <= group[1]
+        and group[3] <= box[3] + slack_y
+    )
 
 
 def grow_regions(
@@ -243,7 +269,8 @@ class _Read:
 
 
 class RegionReader:
-    """Reads only the changed regions of a frame, and in them only the boxes that changed."""
+    """Reads only the changed regions of a frame, and in them only the boxes that changed; a
+    change wholly inside a box already read is recognized again in that box, undetected."""
 
     def __init__(self, engine: RegionOcrEngine, threshold: float, stats: OcrStats) -> None:
         self.engine = engine
@@ -259,14 +286,19 @@ class RegionReader:
         height, width = grey.shape
         before = self._grey if self._grey is not None and self._grey.shape == grey.shape else None
         whole: list[Rect] = [(0, 0, width, height)]
+        in_place: list[_Read] = []
+        in_place_cells: list[Rect] = []
         if before is None or self._thumb is None:
             regions = whole
         else:
             cells = changed_cells(self._thumb, thumbnail(grey), self.threshold)
             if not cells.any():
                 return [r.hit for r in self._reads]
+            in_place, in_place_cells, groups = self._in_place(
+                cell_groups(cells, width, height), height / len(cells)
+            )
             regions = grow_regions(
-                regions_from_cells(cells, width, height),
+                [with_margin(g, width, height) for g in groups],
                 [r.box.bounds for r in self._reads],
                 width,
                 height,
@@ -274,15 +306,17 @@ class RegionReader:
             area = sum((r[2] - r[0]) * (r[3] - r[1]) for r in regions)
             if area >= WHOLE_FRAME_SHARE * width * height:
                 regions = whole
+            in_place = [r for r in in_place if not _touches(r.box.bounds, regions)]
         self.stats.read += 1
-        kept = [r for r in self._reads if not _touches(r.box.bounds, regions)]
         earlier = [r for r in self._reads if _touches(r.box.bounds, regions)]
+        kept = [r for r in self._reads if r not in earlier and r not in in_place]
         found: list[TextBox] = []
         for left, top, right, bottom in regions:
             self.stats.detected += 1
             crop = np.ascontiguousarray(image[top:bottom, left:right])
             found += [box.shifted(left, top) for box in self.engine.detect(crop)]
         again, unread = self._match(found, earlier, before, grey)
+        unread += [r.box for r in in_place]
         # One box per call: a batch is padded to its widest crop, which costs more than it saves.
         hits = [hit for box in unread for hit in self.engine.recognize(image, [box])]
         self.stats.recognized += len(unread)
@@ -291,12 +325,35 @@ class RegionReader:
             key=lambda r: (round(r.box.bounds[1]), r.box.bounds[0]),
         )
         if before is None:
-            self._grey = grey
+            before = self._grey = grey
         else:
-            for left, top, right, bottom in regions:
+            # The cells of a change read in place too: they may reach past the box's edge.
+            refreshed = regions + [_rect(r.box.bounds) for r in in_place] + in_place_cells
+            for left, top, right, bottom in refreshed:
                 before[top:bottom, left:right] = grey[top:bottom, left:right]
-        self._thumb = thumbnail(self._grey)
+        self._thumb = thumbnail(before)
         return [r.hit for r in self._reads]
+
+    def _in_place(
+        self, groups: list[Rect], cell_height: float
+    ) -> tuple[list[_Read], list[Rect], list[Rect]]:
+        """The boxes whose change lies wholly inside them, to be recognized again where they
+        are without the detector (a ticking clock), the groups of changed cells they take,
+        and the groups left."""
+        boxes: list[_Read] = []
+        taken: list[Rect] = []
+        left: list[Rect] = []
+        for group in groups:
+            owner = next(
+                (r for r in self._reads if inside_box(group, r.box.bounds, cell_height)), None
+            )
+            if owner is None:
+                left.append(group)
+                continue
+            taken.append(group)
+            if owner not in boxes:
+                boxes.append(owner)
+        return boxes, taken, left
 
     def _match(
         self,
@@ -325,6 +382,10 @@ class RegionReader:
             else:
                 unread.append(box)
         return again, unread
+
+
+def _rect(bounds: Bounds) -> Rect:
+    return (int(bounds[0]), int(bounds[1]), int(np.ceil(bounds[2])), int(np.ceil(bounds[3])))
 
 
 def _touches(bounds: Bounds, regions: Sequence[Rect]) -> bool:
