@@ -9,10 +9,14 @@ the server spends almost no CPU of its own).
 1. Framework time per video-minute with a zero-latency server: the whole build's wall time
    minus the time spent waiting for model replies (and ASR: the video has no audio), with
    the costs the builder measures itself (decoding and shot detection in the scan, OCR,
-   reading kept frames, JPEG encoding, embeddings). Run without OCR (the default,
-   builder.ocr.engine=none) and with rapidocr. Goal: <= 2 s per video-minute. The clock and
-   counter change every second, so with OCR every kept frame read is a real read: the OCR
-   figure is the worst case (text that never stands still), not the typical one.
+   reading kept frames, JPEG encoding, embeddings). Run without OCR (builder.ocr.engine=
+   none), with rapidocr behind the region gate (builder.ocr.gate=regions, the default) and,
+   as the reference in the same run, behind the whole-frame gate (gate=frame, the gate
+   before the region gate, which reads every kept frame of this video whole). Goals: <= 2 s
+   per video-minute with OCR, <= 0.6 without. The clock and counter change every second, so
+   every kept frame has new text: the OCR figure is the worst case (text that never stands
+   still), not the typical one. CPU seconds of the process over the run's wall time say how
+   many of the cores the build kept busy.
 2. Perception with 0.5 s injected latency per call and concurrency 8: the stage's wall time
    against the ideal, calls x 0.5 s / 8 (the scan and OCR come from checkpoints, so the
    stage only reads kept frames, encodes grids and calls). Goal: <= 1.25x ideal + the
@@ -20,7 +24,7 @@ the server spends almost no CPU of its own).
 3. Calls, images and tokens per video-hour, by stage (tokens are the fake server's estimate:
    characters / 4 + 85 per image; a real VLM charges more for a 768-px grid image).
 
-    python bench/bench_builder.py [--minutes 60] [--ocr both|on|off]
+    python bench/bench_builder.py [--minutes 60] [--ocr all|regions|frame|off]
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import sys
 import tempfile
@@ -102,14 +107,29 @@ def build(server, embedder, video: Path, out: Path, *overrides: str):
     return result, time.perf_counter() - started, builder.service.usage.records
 
 
+#: Label -> the OCR overrides of a run.
+MODES = {
+    "regions": ("builder.ocr.engine=rapidocr", "builder.ocr.gate=regions"),
+    "frame": ("builder.ocr.engine=rapidocr", "builder.ocr.gate=frame"),
+    "off": ("builder.ocr.engine=none",),
+}
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def framework_run(embedder, video: Path, minutes: float, ocr: str, work: Path) -> dict:
     scenes = make_scenes(probe(video).duration_s, 60.0)
     out = work / f"fw-{ocr}"
     with FakeOpenAIServer() as server:
         server.on(None, cheap_model(scenes))
+        cpu = cpu_seconds()
         result, wall, records = build(
-            server, embedder, video, out, f"builder.ocr.engine={ocr}", "builder.keep_frames=true"
+            server, embedder, video, out, *MODES[ocr], "builder.keep_frames=true"
         )
+        cpu = cpu_seconds() - cpu
     report = result.report
     # Time the build spent waiting for replies: perception waits overlap (concurrency), so
     # each stage contributes its calls' summed latency divided by its achieved parallelism,
@@ -122,6 +142,7 @@ def framework_run(embedder, video: Path, minutes: float, ocr: str, work: Path) -
     return {
         "ocr": ocr,
         "wall_s": wall,
+        "cpu_s": cpu,
         "model_wait_s": waiting,
         "framework_s": framework,
         "per_minute_s": framework / minutes,
@@ -143,7 +164,7 @@ def _stage_of(record) -> str:
     }.get(record.level or "", record.level or "")
 
 
-def latency_run(embedder, video: Path, source: Path, ocr: str, work: Path) -> dict:
+def latency_run(embedder, video: Path, source: Path, ocr: tuple[str, ...], work: Path) -> dict:
     """Perception again, from the first run's scan and OCR checkpoints, at 0.5 s a call."""
     out = work / "latency"
     shutil.copytree(source, out)
@@ -160,7 +181,7 @@ def latency_run(embedder, video: Path, source: Path, ocr: str, work: Path) -> di
             video,
             out,
             "builder.keep_frames=true",
-            f"builder.ocr.engine={ocr}",
+            *ocr,
             f"builder.concurrency={CONCURRENCY}",
             f"models.max_concurrency_per_endpoint={CONCURRENCY}",
         )
@@ -171,10 +192,32 @@ def latency_run(embedder, video: Path, source: Path, ocr: str, work: Path) -> di
     return {"wall_s": stage.wall_s, "calls": calls, "ideal_s": ideal, "cpu_s": cpu}
 
 
+def print_run(run: dict, minutes: float) -> None:
+    print(
+        f"  OCR {run['ocr']:<9} wall {run['wall_s']:7.1f} s, model wait "
+        f"{run['model_wait_s']:5.1f} s, framework {run['framework_s']:7.1f} s = "
+        f"{run['per_minute_s']:.2f} s/video-min  ({run['clips']} clips; process CPU "
+        f"{run['cpu_s']:.1f} s = {run['cpu_s'] / minutes:.2f} s/video-min, "
+        f"{run['cpu_s'] / run['wall_s']:.2f} cores busy)",
+        flush=True,
+    )
+    costs = {k: v for k, v in run["timings"].items() if isinstance(v, float)}
+    top = sorted(costs.items(), key=lambda kv: -kv[1])[:8]
+    print("    top costs (thread-seconds): " + ", ".join(f"{k} {v:.1f}" for k, v in top))
+    timings = run["timings"]
+    if timings.get("ocr_frames"):
+        print(
+            f"    OCR read {timings['ocr_frames_read']} of {timings['ocr_frames']} kept "
+            f"frames: {timings.get('ocr_detector_calls', 0)} detector calls, "
+            f"{timings.get('ocr_boxes_recognized', 0)} boxes recognized, "
+            f"{timings.get('ocr_boxes_kept', 0)} kept"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=60.0)
-    parser.add_argument("--ocr", choices=("both", "on", "off"), default="both")
+    parser.add_argument("--ocr", choices=("all", *MODES), default="all")
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench-builder")
     video = long_video(args.minutes)
@@ -188,30 +231,24 @@ def main() -> None:
         EmbeddingConfig(model="packaged:all-MiniLM-L6-v2", query_prompt_name=None)
     )
     embedder.embed(["warm up"])  # the model load is a one-off, not a per-minute cost
-    modes = {"both": ("rapidocr", "none"), "on": ("rapidocr",), "off": ("none",)}[args.ocr]
+    modes = tuple(MODES) if args.ocr == "all" else (args.ocr,)
     work = Path(tempfile.mkdtemp(prefix="bench-builder-"))
     try:
-        runs = [framework_run(embedder, video, args.minutes, m, work) for m in modes]
-        print("\n1. framework time (zero-latency server), per video-minute")
-        for run in runs:
+        print("\n1. framework time (zero-latency server), per video-minute", flush=True)
+        runs = []
+        for mode in modes:
+            runs.append(framework_run(embedder, video, args.minutes, mode, work))
+            print_run(runs[-1], args.minutes)
+        by_mode = {run["ocr"]: run for run in runs}
+        if "regions" in by_mode and "frame" in by_mode:
+            gated, reference = by_mode["regions"], by_mode["frame"]
             print(
-                f"  OCR {run['ocr']:<9} wall {run['wall_s']:7.1f} s, model wait "
-                f"{run['model_wait_s']:5.1f} s, framework {run['framework_s']:7.1f} s = "
-                f"{run['per_minute_s']:.2f} s/video-min  ({run['clips']} clips)"
+                f"  region gate / whole-frame gate, this run: framework "
+                f"{gated['framework_s'] / reference['framework_s']:.2f}x, OCR thread-seconds "
+                f"{gated['timings']['ocr'] / reference['timings']['ocr']:.2f}x, process CPU "
+                f"{gated['cpu_s'] / reference['cpu_s']:.2f}x"
             )
-            costs = {
-                k: v
-                for k, v in run["timings"].items()
-                if isinstance(v, float) and not k.startswith("ocr_frames")
-            }
-            top = sorted(costs.items(), key=lambda kv: -kv[1])[:8]
-            print("    top costs (thread-seconds): " + ", ".join(f"{k} {v:.1f}" for k, v in top))
-            if "ocr_frames" in run["timings"]:
-                print(
-                    f"    OCR read {run['timings']['ocr_frames_read']} of "
-                    f"{run['timings']['ocr_frames']} kept frames"
-                )
-        latency = latency_run(embedder, video, runs[0]["out"], runs[0]["ocr"], work)
+        latency = latency_run(embedder, video, runs[0]["out"], MODES[runs[0]["ocr"]], work)
         ratio = latency["wall_s"] / latency["ideal_s"]
         print(
             f"\n2. perception at {LATENCY_S} s per call, concurrency {CONCURRENCY}: "
@@ -220,7 +257,7 @@ def main() -> None:
             f"goal <= 1.25x ideal + CPU = {1.25 * latency['ideal_s'] + latency['cpu_s']:.1f} s)"
         )
         hours = args.minutes / 60
-        print("\n3. per video-hour, by stage (zero-latency run, OCR on)")
+        print(f"\n3. per video-hour, by stage (zero-latency run, OCR {runs[0]['ocr']})")
         print(f"  {'stage':<14}{'calls':>8}{'images':>8}{'prompt tok':>12}{'completion':>12}")
         for name, stage in runs[0]["stages"].items():
             usage = stage.usage

@@ -50,7 +50,7 @@ from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
 from videotapestry.errors import VideoTapestryError
 from videotapestry.llm import ModelService
 from videotapestry.memory import VideoMemory
-from videotapestry.ocr import OcrEngine, make_ocr_engine
+from videotapestry.ocr import OcrEngine, make_ocr_engine, missing_ocr
 from videotapestry.prompts import PromptRegistry
 
 #: The build directory inside the memory directory: checkpoints, kept frames, staging.
@@ -128,6 +128,9 @@ class MemoryBuilder:
         ctx = BuildContext(self, Path(video), out, out / BUILD_DIR)
         started = time.perf_counter()
         prepare_directory(ctx, restart=restart)
+        missing = missing_ocr(self.config.builder.ocr, self.ocr)
+        if missing:
+            ctx.degraded("ocr", "builder", missing)
         try:
             info = await probe_stage(ctx)
             frames, transcript, _proxy = await asyncio.gather(

@@ -176,6 +176,9 @@ class BuildContext:
         timings = self.timings.to_json()
         timings["ocr_frames"] = self.ocr_stats.frames
         timings["ocr_frames_read"] = self.ocr_stats.read
+        timings["ocr_detector_calls"] = self.ocr_stats.detected
+        timings["ocr_boxes_recognized"] = self.ocr_stats.recognized
+        timings["ocr_boxes_kept"] = self.ocr_stats.kept
         report.timings = timings
         report.usage = usage_dict(self.summary())
 

@@ -67,15 +67,19 @@ def test_ocr_nodes_cover_the_scheduled_scene_texts(tmp_path: Path, embedder) -> 
         starts = [n.time_range.start for n in ocr_nodes if same_text(text_key(n.text), key)]
         if any(abs(start - item.start_s) <= 2.0 for start in starts):
             found.append(item)
-    coverage = len(found) / len(schedule)
-    assert coverage >= 0.95, [s.text for s in schedule if s not in found]
+    # Every scheduled text (71 of 71) is found within 2 s of its start.
+    assert len(found) == len(schedule), [s.text for s in schedule if s not in found]
     for node in ocr_nodes:  # every OCRText node lies inside its MacroEvent
         macro = memory.parent(node.id)
         assert macro.time_range.start <= node.time_range.start <= node.time_range.end
         assert node.time_range.end <= macro.time_range.end
-    # One kept frame per 2 s is looked at, and a still frame is read only when it changed.
+    # One kept frame per 2 s is looked at, and a still frame is read only when it changed;
+    # the region gate recognizes about one box per text shown (a box is read again when the
+    # background colour changes under it), never one per frame looked at.
     timings = result.report.timings
+    print({k: v for k, v in timings.items() if k.startswith("ocr_")})
     assert timings["ocr_frames"] == 600 and timings["ocr_frames_read"] < 300
+    assert timings["ocr_boxes_recognized"] < 2 * len(schedule)
 
 
 def test_speech_is_transcribed_once_and_read_back_at_question_time(

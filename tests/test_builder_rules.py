@@ -254,13 +254,17 @@ def test_ocr_spans_follow_texts_and_skip_unchanged_frames() -> None:
     frames = [(float(t), lambda t=t: still(1 if t < 4 else 2, mark=0 if t < 4 else 255))
               for t in range(7)]  # fmt: skip
     engine = ListOcr(script)
-    spans = read_texts(engine, frames, BuilderOcrSettings(change_threshold=2.0), end_s=7.0)
+    frame_gate = BuilderOcrSettings(gate="frame", change_threshold=2.0)
+    spans = read_texts(engine, frames, frame_gate, end_s=7.0)
     assert engine.calls == 2
     found = {(text_key(s.text), s.start_s, s.end_s) for s in spans}
     # "EXIT I2" is read as the same text (I/1 confusion); "x" is too short to keep.
     assert found == {("exit12", 0.0, 7.0), ("gate7", 4.0, 7.0)}
     engine = ListOcr(script)
-    read_texts(engine, frames, BuilderOcrSettings(change_threshold=0), end_s=7.0)
+    read_texts(engine, frames, BuilderOcrSettings(gate="none"), end_s=7.0)
+    assert engine.calls == 7
+    engine = ListOcr(script)
+    read_texts(engine, frames, BuilderOcrSettings(gate="frame", change_threshold=0), end_s=7.0)
     assert engine.calls == 7
 
 

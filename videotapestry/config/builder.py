@@ -68,10 +68,11 @@ class BuilderPerceptionSettings(StrictModel):
 
 class BuilderOcrSettings(StrictModel):
     engine: Literal["auto", "rapidocr", "none"] = Field(
-        "none",
+        "auto",
         description="none: on-screen text comes from the perception model only; rapidocr: "
-        "also OCRText nodes with exact times (0.1-0.35 s of CPU per frame read); auto: "
-        "rapidocr when installed (the offline extra), else none",
+        "also OCRText nodes with exact times (behind the gate, about 0.1 s of CPU per frame "
+        "with new text); auto: rapidocr when installed (the offline extra), else none, "
+        "recorded in the build report",
     )
     interval_s: float = Field(
         2.0,
@@ -81,11 +82,26 @@ class BuilderOcrSettings(StrictModel):
     )
     min_confidence: float = Field(0.6, ge=0, le=1)
     min_chars: int = Field(2, ge=1)
+    gate: Literal["regions", "frame", "none"] = Field(
+        "regions",
+        description="what of a kept frame is read again (videotapestry/ocr/): regions: only "
+        "the bands whose picture changed, and in them only the text boxes that changed; "
+        "frame: the whole frame when its thumbnail changed (change_threshold); none: every "
+        "kept frame, whole",
+    )
+    region_threshold: float = Field(
+        12.0,
+        gt=0,
+        description="gate=regions: grey-level difference (0-255) of a thumbnail cell (1/64 "
+        "of the width; an eighth of a box's height inside a text box) above which it counts "
+        "as changed",
+    )
     change_threshold: float = Field(
         2.0,
         ge=0,
-        description="mean grey-level difference (0-255) between 64-px thumbnails below which "
-        "a kept frame counts as unchanged and is not read again; 0 reads every kept frame",
+        description="gate=frame: mean grey-level difference (0-255) between 64-px thumbnails "
+        "below which a kept frame counts as unchanged and is not read again; 0 reads every "
+        "kept frame",
     )
     threads: int = Field(1, ge=0, description="onnxruntime threads per OCR call (0: default)")
 

@@ -1,0 +1,171 @@
+"""OCR engines behind two small protocols: one reads a whole picture, the other also detects
+text boxes and recognizes chosen boxes apart, which is what lets the region gate
+(``videotapestry.ocr.gate``) pay only for text that changed."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import cv2
+import numpy as np
+
+from videotapestry.config import BuilderOcrSettings
+from videotapestry.errors import OptionalDependencyError
+
+
+@dataclass(frozen=True)
+class OcrHit:
+    text: str
+    confidence: float
+
+
+@dataclass(frozen=True)
+class OcrBox:
+    """A text and where it is: (left, top, right, bottom) in image pixels."""
+
+    text: str
+    confidence: float
+    box: tuple[float, float, float, float]
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        return ((self.box[0] + self.box[2]) / 2, (self.box[1] + self.box[3]) / 2)
+
+
+@dataclass(frozen=True)
+class TextBox:
+    """Where the detector found a line of text: its four corners (clockwise from the top
+    left, image pixels), which the recognizer needs for a tilted line, and their bounds."""
+
+    points: tuple[tuple[float, float], ...]
+
+    @property
+    def bounds(self) -> tuple[float, float, float, float]:
+        xs = [p[0] for p in self.points]
+        ys = [p[1] for p in self.points]
+        return (min(xs), min(ys), max(xs), max(ys))
+
+    def shifted(self, dx: float, dy: float) -> TextBox:
+        return TextBox(tuple((x + dx, y + dy) for x, y in self.points))
+
+
+class OcrEngine(Protocol):
+    name: str
+
+    def read(self, image: np.ndarray) -> list[OcrHit]:
+        """Texts in an RGB image."""
+        ...
+
+
+@runtime_checkable
+class RegionOcrEngine(Protocol):
+    """An engine whose detector and recognizer can be called apart."""
+
+    name: str
+
+    def read(self, image: np.ndarray) -> list[OcrHit]: ...
+
+    def detect(self, image: np.ndarray) -> list[TextBox]:
+        """The text boxes of an RGB image, top to bottom."""
+        ...
+
+    def recognize(self, image: np.ndarray, boxes: Sequence[TextBox]) -> list[OcrHit]:
+        """The text of each box of an RGB image, in the order of ``boxes``."""
+        ...
+
+
+class RapidOcrEngine:
+    """rapidocr-onnxruntime (models shipped in the wheel); one instance per thread."""
+
+    name = "rapidocr"
+
+    def __init__(self, settings: BuilderOcrSettings) -> None:
+        try:
+            import rapidocr_onnxruntime  # noqa: F401
+        except ImportError:
+            raise OptionalDependencyError(
+                "builder.ocr.engine=rapidocr needs rapidocr-onnxruntime; install videotapestry "
+                'with the "offline" extra, or set builder.ocr.engine=none'
+            ) from None
+        self.settings = settings
+        self._local = threading.local()
+
+    @property
+    def version(self) -> str:
+        from importlib.metadata import version
+
+        return f"rapidocr-onnxruntime {version('rapidocr-onnxruntime')}"
+
+    def _engine(self) -> Any:
+        engine = getattr(self._local, "engine", None)
+        if engine is None:
+            from rapidocr_onnxruntime import RapidOCR
+
+            # "max": frames under 960 px are read at their own size (the default "min"
+            # scales the short side up to 736 px, several times slower for small frames).
+            options: dict[str, Any] = {"det_limit_type": "max"}
+            if self.settings.threads:
+                options["intra_op_num_threads"] = self.settings.threads
+                options["inter_op_num_threads"] = 1
+            engine = self._local.engine = RapidOCR(**options)
+        return engine
+
+    def read(self, image: np.ndarray) -> list[OcrHit]:
+        return [OcrHit(hit.text, hit.confidence) for hit in self.read_boxes(image)]
+
+    def read_boxes(self, image: np.ndarray) -> list[OcrBox]:
+        """Texts in an RGB image with their boxes (the offline model assigns them to the
+        cells of a frame grid)."""
+        bgr = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
+        result, _ = self._engine()(bgr, use_cls=False)
+        boxes = []
+        for points, text, score in result or []:
+            xs = [float(p[0]) for p in points]
+            ys = [float(p[1]) for p in points]
+            boxes.append(OcrBox(str(text), float(score), (min(xs), min(ys), max(xs), max(ys))))
+        return boxes
+
+    def detect(self, image: np.ndarray) -> list[TextBox]:
+        bgr = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
+        result, _ = self._engine()(bgr, use_cls=False, use_rec=False)
+        return [
+            TextBox(tuple((float(p[0]), float(p[1])) for p in points)) for points in result or []
+        ]
+
+    def recognize(self, image: np.ndarray, boxes: Sequence[TextBox]) -> list[OcrHit]:
+        if not boxes:
+            return []
+        engine = self._engine()
+        bgr = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
+        # The crops rapidocr's own pipeline makes (a perspective warp per box), then its
+        # recognizer over them as one batch.
+        crops = engine.get_crop_img_list(bgr, [np.array(b.points, dtype=np.float32) for b in boxes])
+        results, _ = engine.text_rec(crops)
+        return [OcrHit(str(text), float(score)) for text, score, *_ in results]
+
+
+def make_ocr_engine(settings: BuilderOcrSettings) -> OcrEngine | None:
+    """The configured engine; ``auto`` is rapidocr when it is installed, else no OCR."""
+    if settings.engine == "none":
+        return None
+    if settings.engine == "auto":
+        try:
+            import rapidocr_onnxruntime  # noqa: F401
+        except ImportError:
+            return None
+    return RapidOcrEngine(settings)
+
+
+def missing_ocr(settings: BuilderOcrSettings, engine: OcrEngine | None) -> str | None:
+    """Why the OCR the settings ask for is absent (``auto`` without rapidocr), for the build
+    report: a build without it has no exact-time OCRText nodes, which must not pass quietly."""
+    if engine is not None or settings.engine != "auto":
+        return None
+    return (
+        "builder.ocr.engine=auto found no rapidocr-onnxruntime: on-screen text comes from the "
+        'perception model only (install the "offline" extra for OCRText nodes with exact '
+        "times, or set builder.ocr.engine=none)"
+    )
