@@ -50,8 +50,9 @@ class VideoInfo:
     rotation_deg: int = 0
     #: Why frames read from this file are not what a player shows, though turned by
     #: ``rotation_deg`` (a mirrored display matrix, an angle that is no quarter turn, a
-    #: decoder that turns frames its own way); None when they are. Readers set it, and every
-    #: question's result and every build records it as a degradation.
+    #: decoder that turns frames its own way); None when they are. ``probe`` sets it, a
+    #: reader adds what its backend cannot do, and every question's result (when it looks
+    #: at frames) and every build records it as a degradation.
     not_upright: str | None = None
 
     @property
