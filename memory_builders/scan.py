@@ -160,19 +160,20 @@ async def probe_stage(ctx: BuildContext) -> VideoInfo:
         info = await asyncio.to_thread(probe, ctx.video)
     ctx.report.duration_s = info.duration_s
     ctx.report.fingerprint = info.fingerprint
-    if info.rotation_deg:
-        # Frames are decoded as stored: say so, since the captions then see them sideways.
-        ctx.degraded(
-            "frames",
-            "probe",
-            f"the video asks players to turn it {info.rotation_deg}° clockwise (display "
-            "matrix); its frames are read as stored, not upright",
-        )
+    if info.not_upright:
+        # The scan turns frames upright by quarter turns; what it cannot do, the captions
+        # then see as stored: say so.
+        ctx.degraded("frames", "probe", info.not_upright)
     return info
 
 
 async def scan_stage(ctx: BuildContext, info: VideoInfo) -> KeptFrames:
-    key = stage_key("scan", info.fingerprint, ctx.settings.scan.model_dump())
+    # A turned video's frames differ from a scan that kept them as stored (the key of
+    # unturned videos is left as it was, so their checkpoints stay valid).
+    parts: list[Any] = [ctx.settings.scan.model_dump()]
+    if info.rotation_deg:
+        parts.append({"rotation_deg": info.rotation_deg})
+    key = stage_key("scan", info.fingerprint, *parts)
     with ctx.stage("scan") as (stage, _):
         result = await checkpointed(
             ctx.store,
@@ -226,8 +227,9 @@ def scan_video(
         threshold=settings.threshold,
         min_scene_len=max(1, math.ceil(settings.min_shot_s * settings.detect_fps)),
     )
-    detect_size = width_size(info.width, info.height, settings.detect_width)
-    keep_size = decode_size(info.width, info.height, settings.kept_frame_max_side)
+    shown = info.display_size  # the pass turns frames upright, as the readers do
+    detect_size = width_size(*shown, settings.detect_width)
+    keep_size = decode_size(*shown, settings.kept_frame_max_side)
     detect_due = RateSampler(settings.detect_fps)
     keep_due = RateSampler(settings.sample_fps)
     timings = {"decode_s": 0.0, "detect_s": 0.0, "keep_s": 0.0}

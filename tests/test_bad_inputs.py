@@ -30,6 +30,11 @@ saved traces (item 17)
   a usage count), no level at all (a partial trace), the file cut in half: exit 2 naming the
   field (or the JSON error), and reanswer makes no model call.
 
+rotated videos (item 20)
+  ask and eval given a video whose display matrix also mirrors it (only quarter turns are
+  applied): the answer stands with a frames_not_upright degradation, printed by ask (exit 3)
+  and kept in eval's record (exit 3); a plain quarter turn is read upright and is no degradation.
+
 every command (items 14 and 16)
   each of the 13 commands given a non-UTF-8 argument: exit 2 naming it; chat given a script
   of deep JSON or of Latin-1 bytes, eval-report and compare given a run whose run.json nests
@@ -54,7 +59,7 @@ from method_support import OPTIONS, QUESTION, SAMPLE, cli_args
 
 from videotapestry.cli import COMMANDS, build_parser, main
 from videotapestry.testing import FakeOpenAIServer, FakeReply
-from videotapestry.testing.media import make_test_video
+from videotapestry.testing.media import make_test_video, set_display_rotation
 from videotapestry.testing.scripted import ScriptedModel
 from videotapestry.testing.scripted_builder import offline_build_overrides
 
@@ -170,6 +175,80 @@ def test_build_memory_stops_on_subtitles_with_no_usable_cue(
             assert str(path) in err
             assert not (out / "memory.json").exists() and not (out / "transcript.json").exists()
         assert server.requests == []
+
+
+@pytest.fixture(scope="module")
+def phone_videos(video: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Copies of the 20-minute video with a display matrix: turned 90°, and turned 90° and
+    mirrored (the sample memory records no fingerprint, so it takes either)."""
+    folder = tmp_path_factory.mktemp("phone")
+    paths = {}
+    for name, mirror in (("turned", False), ("mirrored", True)):
+        paths[name] = folder / f"{name}.mp4"
+        shutil.copy(video, paths[name])
+        set_display_rotation(paths[name], 90, mirror=mirror)
+    return paths
+
+
+def test_ask_reports_frames_it_cannot_show_upright(
+    quiet_server: FakeOpenAIServer,
+    phone_videos: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    trace = tmp_path / "t.json"
+    common = ["--memory", str(SAMPLE), "--question", QUESTION, *OPTION_ARGS, "--trace", str(trace),
+              "--quiet", *cli_args(quiet_server)]  # fmt: skip
+    status, err = run_cli(capsys, "ask", str(phone_videos["mirrored"]), *common)
+    assert status == 3, err
+    assert "degraded: setup: the frames the agents see (frames_not_upright): the display " \
+        "matrix asks for a mirror image" in err  # fmt: skip
+    kinds = [d["kind"] for d in json.loads(trace.read_text())["result"]["degraded"]]
+    assert kinds == ["frames_not_upright"]
+    sent = [image for request in quiet_server.requests for image in request.images]
+    assert sent and all(portrait(image) for image in sent)
+    quiet_server.requests.clear()
+    status, err = run_cli(capsys, "ask", str(phone_videos["turned"]), *common)
+    assert status == 0, err
+    sent = [image for request in quiet_server.requests for image in request.images]
+    assert sent and all(portrait(image) for image in sent)
+
+
+def portrait(jpeg: bytes) -> bool:
+    """Whether a JPEG the model was sent is taller than wide (frames of a turned landscape
+    video, or grids of them, are)."""
+    import cv2
+    import numpy as np
+
+    image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_GRAYSCALE)
+    return bool(image.shape[0] > image.shape[1])
+
+
+def test_eval_records_frames_it_cannot_show_upright(
+    quiet_server: FakeOpenAIServer,
+    phone_videos: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    memories = tmp_path / "memories"
+    memories.mkdir()
+    annotations = tmp_path / "q.jsonl"
+    rows = []
+    for name, path in phone_videos.items():
+        os.symlink(SAMPLE, memories / path.stem)
+        rows.append({"id": name, "video": path.name, "question": QUESTION, "options": OPTIONS,
+                     "answer": "B"})  # fmt: skip
+    annotations.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    run = tmp_path / "run"
+    status, err = run_cli(
+        capsys, "eval", "--benchmark", "jsonl", "--annotations", str(annotations),
+        "--videos", str(phone_videos["turned"].parent), "--memories", str(memories),
+        "--out", str(run), "--quiet", *cli_args(quiet_server),
+    )  # fmt: skip
+    assert status == 3 and "1 answer(s) lost part of the method" in err, err
+    records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    degraded = {r["question_id"]: r["degraded"] for r in records if "question_id" in r}
+    assert degraded == {"mirrored": ["frames_not_upright"], "turned": []}
 
 
 @pytest.mark.parametrize("offset", ["nan", "inf", "-inf", "ten"])

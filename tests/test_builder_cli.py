@@ -247,23 +247,39 @@ def test_a_full_disk_stops_the_build_naming_the_directory_and_keeps_its_checkpoi
     assert len(load_memory(out).clips) == 12
 
 
-def test_a_rotated_video_is_reported_in_the_build(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+@pytest.mark.parametrize("mirror", [False, True])
+def test_a_rotated_video_is_built_from_upright_frames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, mirror: bool
 ) -> None:
-    """A phone's portrait video: its display matrix is recorded as a degradation of the build
-    (its frames are read as stored), never ignored in silence."""
+    """A phone's portrait video: the scan keeps its frames turned as a player shows them, so
+    the captions see them upright; a mirroring display matrix, which is not applied, is a
+    degradation of the build, never ignored in silence."""
+    import cv2
+    import numpy as np
+
     from videotapestry.cli import main
     from videotapestry.testing.media import set_display_rotation
 
     video = make_test_video(tmp_path / "phone.mp4", 20, fps=2, size=(192, 108), scene_s=10)
-    set_display_rotation(video.path, 90)
+    set_display_rotation(video.path, 90, mirror=mirror)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeOpenAIServer() as server:
         server.on(None, ScriptedBuilderModel(video.fps, video.scenes))
-        command = cli(str(video.path), str(tmp_path / "m"), "--quiet", base_url=server.base_url)
+        extra = ("builder.keep_frames=true",)
+        command = cli(
+            str(video.path), str(tmp_path / "m"), "--quiet", base_url=server.base_url, extra=extra
+        )
         assert main(command[3:]) == 0
-    assert "degraded: frames (probe): the video asks players to turn it 90°" in (
-        capsys.readouterr().out
-    )
+    out = capsys.readouterr().out
     report = json.loads((tmp_path / "m" / "build_report.json").read_text())
-    assert any("turn it 90°" in d["why"] for d in report["degradations"])
+    frames = sorted((tmp_path / "m").glob("**/frames/*.jpg"))
+    assert frames
+    for path in frames[:3]:
+        image = cv2.imdecode(np.fromfile(path, dtype=np.uint8), cv2.IMREAD_COLOR)
+        assert image.shape[:2] == (192, 108)  # portrait, as shown
+    mirrored = [d for d in report["degradations"] if "mirror" in d["why"]]
+    if mirror:
+        assert "degraded: frames (probe): the display matrix asks for a mirror image" in out
+        assert len(mirrored) == 1
+    else:
+        assert "degraded" not in out and report["degradations"] == []

@@ -37,6 +37,7 @@ from videotapestry.video import (
     DecordReader,
     OpenCVReader,
     PyAVReader,
+    SequentialPass,
     decode_indices,
     fingerprint,
     open_video,
@@ -45,6 +46,9 @@ from videotapestry.video import (
     sample_windows,
     uniform_indices,
 )
+from videotapestry.video.container import orientation
+from videotapestry.video.frame import turned_size, upright
+from videotapestry.video.reader import decord_turns_frames, opencv_turn
 from videotapestry.video.windows import TimeWindow
 
 BACKENDS = ("pyav", "decord", "opencv")
@@ -207,17 +211,164 @@ def test_probe_sees_an_audio_track(tmp_path: Path) -> None:
         assert_true_frames(reader.frames_at([0.0, 1.05, 1.95]), 10.0)
 
 
+# --------------------------------------------------------------------------- rotation
+
+
+@pytest.fixture(scope="module")
+def phone_videos(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[TestVideo, list]]:
+    """name -> (a video with a display matrix, PyAV's frames of it before it had one).
+    192x108 (decord 0.6 fails to turn some sizes, 128x72 among them)."""
+    folder = tmp_path_factory.mktemp("phone")
+    videos = {}
+    for degrees, mirror in ((90, False), (180, False), (270, False), (90, True)):
+        name = f"{degrees}{'m' if mirror else ''}"
+        video = make_test_video(folder / f"{name}.mp4", 2.0, fps=10, size=(192, 108))
+        with open_video(video.path, VideoConfig(backend="pyav")) as reader:
+            stored = [f.image for f in reader.frames_at_indices(ROTATION_INDICES)]
+        set_display_rotation(video.path, degrees, mirror=mirror)
+        videos[name] = (video, stored)
+    return videos
+
+
+ROTATION_INDICES = [0, 7, 19]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("degrees", [90, 180, 270])
-def test_probe_records_the_rotation_a_player_applies(tmp_path: Path, degrees: int) -> None:
-    video = make_test_video(tmp_path / "phone.mp4", 2.0, fps=10, size=(128, 72))
-    assert probe(video.path).rotation_deg == 0
-    set_display_rotation(video.path, degrees)
+def test_a_rotated_video_is_read_upright_by_every_backend(
+    phone_videos, degrees: int, backend: str
+) -> None:
+    """The stored pixels turned as a player turns them, identical whichever backend decoded
+    them (decord and OpenCV would turn them themselves, PyAV never does)."""
+    video, stored = phone_videos[str(degrees)]
     info = probe(video.path)
-    assert info.rotation_deg == degrees
-    assert (info.width, info.height) == (128, 72)  # the frames as stored, read as stored
-    with open_video(video.path) as reader:
-        assert reader.info.rotation_deg == degrees
-        assert_true_frames(reader.frames_at([0.0, 1.05]), 10.0)
+    assert (info.rotation_deg, info.not_upright) == (degrees, None)
+    assert (info.width, info.height) == (192, 108)  # as stored
+    assert info.display_size == ((108, 192) if degrees % 180 else (192, 108))
+    with open_video(video.path, VideoConfig(backend=backend)) as reader:
+        assert type(reader) is READERS[backend] and reader.info.not_upright is None
+        frames = reader.frames_at_indices(ROTATION_INDICES)
+    for frame, before in zip(frames, stored, strict=True):
+        assert frame.image.shape[1::-1] == info.display_size
+        assert np.array_equal(frame.image, np.rot90(before, k=-degrees // 90))
+        # Turned back, the index code is at the bottom again: the turn's direction is right.
+        assert read_frame_index(upright(frame.image, -degrees)) == frame.index
+
+
+@pytest.mark.parametrize("degrees", [90, 180])
+def test_rotated_frames_downscaled_agree_between_backends(phone_videos, degrees: int) -> None:
+    """With ``decoded_max_side`` each backend scales its own way (and decord before turning),
+    so the pixels differ a little, but every backend gives the upright size and picture."""
+    video, _ = phone_videos[str(degrees)]
+    images = {}
+    for backend in BACKENDS:
+        config = VideoConfig(backend=backend, decoded_max_side=96)
+        with open_video(video.path, config) as reader:
+            images[backend] = np.stack([f.image for f in reader.frames_at_indices([7, 19])])
+    expected = (2, 96, 54, 3) if degrees % 180 else (2, 54, 96, 3)
+    for backend, image in images.items():
+        assert image.shape == expected, backend
+        difference = np.abs(image.astype(int) - images["pyav"]).mean()
+        assert difference < 8, (backend, difference)
+        # A wrongly turned picture would differ from PyAV's by far more than the scaling.
+        upside_down = np.abs(np.flip(image, axis=(1, 2)).astype(int) - images["pyav"]).mean()
+        assert upside_down > 3 * difference + 10, (backend, upside_down)
+
+
+def test_an_opencv_that_turns_frames_itself_gives_the_same_upright_frames(
+    phone_videos, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An OpenCV that cannot be told to leave frames as stored turns them itself (what it
+    does by default, here without being asked not to): only the rest of the turn is ours."""
+    import cv2
+
+    def leave_as_is(capture):
+        auto = capture.get(cv2.CAP_PROP_ORIENTATION_AUTO)
+        return auto, capture.get(cv2.CAP_PROP_ORIENTATION_META)
+
+    monkeypatch.setattr(OpenCVReader, "_orientation_handling", staticmethod(leave_as_is))
+    video, _ = phone_videos["90"]
+    for side in (None, 96):
+        config = VideoConfig(backend="opencv", decoded_max_side=side)
+        with open_video(video.path, config) as reader:
+            frames = reader.frames_at_indices(ROTATION_INDICES)
+            assert reader.info.not_upright is None
+        with open_video(video.path, replace_backend(config, "pyav")) as reader:
+            expected = reader.frames_at_indices(ROTATION_INDICES)
+        for frame, want in zip(frames, expected, strict=True):
+            assert frame.image.shape == want.image.shape
+            assert np.abs(frame.image.astype(int) - want.image).mean() < (1 if side is None else 8)
+
+
+def replace_backend(config: VideoConfig, backend: str) -> VideoConfig:
+    return config.model_copy(update={"backend": backend})
+
+
+def test_a_mirroring_display_matrix_is_said_by_probe_and_every_reader(phone_videos) -> None:
+    """A mirror is no quarter turn: the frames are turned, not flipped, and every reader
+    says so (each question then records it as a degradation)."""
+    video, stored = phone_videos["90m"]
+    info = probe(video.path)
+    assert info.not_upright is not None and "mirror" in info.not_upright
+    images = []
+    for backend in BACKENDS:
+        with open_video(video.path, VideoConfig(backend=backend)) as reader:
+            assert reader.info.not_upright == info.not_upright
+            images.append(reader.frames_at_indices([7])[0].image)
+    assert all(np.array_equal(image, images[0]) for image in images)
+    assert np.array_equal(images[0], upright(stored[1], info.rotation_deg))
+
+
+def test_the_sequential_pass_turns_frames_as_the_readers_do(phone_videos) -> None:
+    video, _ = phone_videos["270"]
+    info = probe(video.path)
+    with open_video(video.path, VideoConfig(backend="pyav")) as reader:
+        want = {f.index: f.image for f in reader.frames_at_indices(ROTATION_INDICES)}
+    got = {}
+    for frame in SequentialPass(info):
+        if frame.index in want:
+            got[frame.index] = frame.to_array(info.display_size)
+            small = frame.to_array((54, 96))
+            assert small.shape == (96, 54, 3)  # the size asked is the upright one
+    assert all(np.array_equal(got[i], want[i]) for i in want)
+
+
+@pytest.mark.parametrize("degrees", [0, 90, 180, 270, -90, 450])
+def test_upright_turns_clockwise_by_quarter_turns(degrees: int) -> None:
+    image = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
+    turned = upright(image, degrees)
+    assert turned.flags["C_CONTIGUOUS"]
+    assert turned.shape[1::-1] == turned_size((3, 2), degrees)
+    clockwise = {0: image, 90: image[::-1].transpose(1, 0, 2), 180: image[::-1, ::-1]}
+    clockwise[270] = clockwise[90][::-1, ::-1]
+    assert np.array_equal(turned, clockwise[degrees % 360])
+    with pytest.raises(ValueError, match="quarter turns"):
+        upright(image, 45)
+
+
+def test_orientation_applies_quarter_turns_and_says_what_else_is_asked() -> None:
+    assert orientation(-90.0, mirrored=False) == (90, None)
+    assert orientation(90.0, mirrored=False) == (270, None)
+    assert orientation(-180.0, mirrored=False) == (180, None)
+    assert orientation(0.0, mirrored=False) == (0, None)
+    turn, why = orientation(-30.0, mirrored=False)
+    assert turn == 0 and why is not None and "30°" in why and "quarter turns" in why
+    turn, why = orientation(-90.0, mirrored=True)
+    assert turn == 90 and why is not None and "mirror" in why
+
+
+def test_opencv_turn_leaves_to_us_what_opencv_does_not_turn() -> None:
+    assert opencv_turn(90, auto=0.0, meta=90.0) == (0, 90, None)  # switched off: all ours
+    assert opencv_turn(90, auto=1.0, meta=90.0) == (90, 0, None)  # it turns it all
+    assert opencv_turn(180, auto=1.0, meta=90.0) == (90, 90, None)  # the rest is ours
+    assert opencv_turn(0, auto=-1.0, meta=-1.0) == (0, 0, None)  # nothing to turn
+    turned, ours, why = opencv_turn(90, auto=-1.0, meta=-1.0)  # an OpenCV that says nothing
+    assert (turned, ours) == (0, 90) and why is not None and "OpenCV" in why
+
+
+def test_decord_turns_frames_from_version_0_6() -> None:
+    assert decord_turns_frames("0.6.0") and decord_turns_frames("1.0")
+    assert not decord_turns_frames("0.5.2")
 
 
 # --------------------------------------------------------------------------- bad input

@@ -262,6 +262,15 @@ class VideoTapestry:
                         why=ctx.asr_substituted,
                     )
                 )
+            if ctx.video is not None and ctx.video.info.not_upright and ctx.visual_enabled:
+                setup.append(
+                    Degradation(
+                        kind="frames_not_upright",
+                        level="setup",
+                        what="the frames the agents see",
+                        why=ctx.video.info.not_upright,
+                    )
+                )
             state = await graph.ainvoke(state_in, run_config, context=ctx)
         except BaseException as exc:
             attach_spent(exc, ctx.session.usage.summary())

@@ -126,6 +126,7 @@ DegradationKind = Literal[
     "visual_lost",  # frames could not be decoded, or the visual observation call failed
     "asr_lost",  # no transcript (Whisper failed, subtitles missing) or the ASR call failed
     "asr_substituted",  # another transcript than asr.source names (stored, for subtitles)
+    "frames_not_upright",  # the display matrix asks for more than a quarter turn (a mirror)
     "call_fallback",  # a planning, update or decision call failed and took its fallback
     "update_rejected",  # some entries of an update reply were unusable; originals kept
     "answer_fallback",  # the Answer agent gave no usable letter: the letter is a guess

@@ -730,15 +730,17 @@ def make_scene_text_video(
     return result
 
 
-def set_display_rotation(path: str | Path, degrees: int) -> None:
-    """Give an mp4's video track a display matrix turning it ``degrees`` clockwise (90, 180
-    or 270), as phones record portrait video: the samples stay as they are, a player turns
-    them. Written into the ``tkhd`` box in place (no ffmpeg binary needed)."""
+def set_display_rotation(path: str | Path, degrees: int, *, mirror: bool = False) -> None:
+    """Give an mp4's video track a display matrix turning it ``degrees`` clockwise (0, 90,
+    180 or 270), as phones record portrait video: the samples stay as they are, a player
+    turns them; with ``mirror`` the matrix also flips them left to right (as some front
+    cameras do). Written into the ``tkhd`` box in place (no ffmpeg binary needed)."""
     import struct
 
     one, unit = 0x10000, 0x40000000  # 16.16 and 2.30 fixed point
-    cos, sin = {90: (0, 1), 180: (-1, 0), 270: (0, -1)}[degrees]
-    matrix = (cos * one, sin * one, 0, -sin * one, cos * one, 0, 0, 0, unit)
+    cos, sin = {0: (1, 0), 90: (0, 1), 180: (-1, 0), 270: (0, -1)}[degrees]
+    flip = -1 if mirror else 1  # x -> -x before the turn: the determinant turns negative
+    matrix = (flip * cos * one, flip * sin * one, 0, -sin * one, cos * one, 0, 0, 0, unit)
     data = bytearray(Path(path).read_bytes())
     box = data.find(b"tkhd")
     if box < 0 or data[box + 4] != 0:

@@ -1,7 +1,8 @@
 """What a video file is, read from its container without decoding a frame.
 
-``probe`` gives a file's duration, frame rate, frame count, size and whether it has audio,
-from the container headers (PyAV), and ``fingerprint`` a cheap identity of its content;
+``probe`` gives a file's duration, frame rate, frame count, size, whether it has audio and
+how a player turns its frames (the display matrix, ``orientation``), from the container
+headers and the first frame's side data (PyAV), and ``fingerprint`` a cheap identity of its content;
 memories and transcript caches store it to notice they belong to another video. Both check
 the file first, so a missing, empty or unreadable file fails with an error that names it.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,9 +44,21 @@ class VideoInfo:
     has_audio: bool
     fingerprint: str
     #: Degrees clockwise a player turns the frames to show them upright (0, 90, 180, 270),
-    #: from the container's display matrix. Frames are read as stored, so a non-zero value
-    #: is reported (a build's degradation) rather than silently looked at sideways.
+    #: from the container's display matrix. Every reader turns its frames by it
+    #: (``frame.upright``), so what the agents see is what a player shows; ``width`` and
+    #: ``height`` stay those of the frames as stored, ``display_size`` is the upright one.
     rotation_deg: int = 0
+    #: Why frames read from this file are not what a player shows, though turned by
+    #: ``rotation_deg`` (a mirrored display matrix, an angle that is no quarter turn, a
+    #: decoder that turns frames its own way); None when they are. ``probe`` sets it, a
+    #: reader adds what its backend cannot do, and every question's result (when it looks
+    #: at frames) and every build records it as a degradation.
+    not_upright: str | None = None
+
+    @property
+    def display_size(self) -> tuple[int, int]:
+        """(width, height) of the frames as the readers return them: upright."""
+        return (self.height, self.width) if self.rotation_deg % 180 else (self.width, self.height)
 
 
 def fingerprint(path: str | Path) -> str:
@@ -96,7 +110,7 @@ def probe(path: str | Path) -> VideoInfo:
             count = round(duration * fps)
         width, height = stream.codec_context.width, stream.codec_context.height
         has_audio = bool(container.streams.audio)
-        rotation = _display_rotation(container, stream)
+        rotation, not_upright = _display_rotation(container, stream)
     if fps <= 0 or count <= 0 or width <= 0 or height <= 0:
         raise NoDecodableFramesError(
             f"{file} has a video stream but no decodable frames "
@@ -113,24 +127,54 @@ def probe(path: str | Path) -> VideoInfo:
         has_audio=has_audio,
         fingerprint=fingerprint(file),
         rotation_deg=rotation,
+        not_upright=not_upright,
     )
 
 
-def _display_rotation(container: Any, stream: Any) -> int:
-    """The clockwise turn the display matrix asks for, from the first frame's side data (the
-    only place PyAV exposes it), or an older muxer's ``rotate`` tag; 0 when neither says."""
+def _display_rotation(container: Any, stream: Any) -> tuple[int, str | None]:
+    """(the clockwise quarter turns the display matrix asks for, in degrees; what of it a
+    quarter turn cannot do), from the first frame's side data (the only place PyAV exposes
+    it) or an older muxer's ``rotate`` tag; (0, None) when neither says anything."""
     import av
 
     tag = stream.metadata.get("rotate")
     if tag is not None and tag.lstrip("-").isdigit():
-        return int(tag) % 360
+        return orientation(-float(tag), mirrored=False)
     try:
         frame = next(container.decode(stream), None)
     except (av.error.FFmpegError, ValueError):
-        return 0
-    # PyAV gives FFmpeg's counter-clockwise angle: -90 is shown turned 90° clockwise.
-    angle = -round(float(getattr(frame, "rotation", 0) or 0) / 90) * 90
-    return angle % 360
+        return 0, None
+    if frame is None:
+        return 0, None
+    matrices = [bytes(d) for d in frame.side_data if getattr(d.type, "name", "") == "DISPLAYMATRIX"]
+    matrix = matrices[0] if matrices else b""
+    mirrored = False
+    if len(matrix) == 36:
+        a, b, _, c, d, *_ = struct.unpack("=9i", matrix)
+        mirrored = a * d - b * c < 0
+    return orientation(float(getattr(frame, "rotation", 0) or 0), mirrored=mirrored)
+
+
+def orientation(ccw_deg: float, *, mirrored: bool) -> tuple[int, str | None]:
+    """(clockwise degrees to turn a stored frame, rounded to a quarter turn; why the frame
+    is still not what a player shows, or None) for FFmpeg's counter-clockwise display angle
+    ``ccw_deg`` (PyAV's ``VideoFrame.rotation``: -90 is shown turned 90° clockwise).
+
+    Only quarter turns are applied: they keep every pixel. A mirror or a skewed angle is
+    left as stored and said, as the three decoders would each handle it differently.
+    """
+    turn = -round(ccw_deg / 90) * 90 % 360
+    left = []
+    if mirrored:
+        left.append("a mirror image")
+    if abs(ccw_deg / 90 - round(ccw_deg / 90)) * 90 > 0.5:
+        left.append(f"a turn of {-ccw_deg % 360:g}° (only quarter turns are applied)")
+    if not left:
+        return turn, None
+    return turn, (
+        f"the display matrix asks for {' and '.join(left)}; frames are read turned "
+        f"{turn}° clockwise, not exactly as a player shows them"
+    )
 
 
 def index_at(t: float, fps: float, frame_count: int) -> int:

@@ -8,7 +8,10 @@ error that names it. Conventions:
   and the video's duration is ``frame_count / fps``. The frame shown at time ``t`` is
   ``floor(t * fps)`` (``index_at``), so a returned timestamp is never later than the one asked
   for and never more than one frame earlier.
-- Frames are RGB ``uint8`` arrays of shape ``(height, width, 3)``.
+- Frames are RGB ``uint8`` arrays of shape ``(height, width, 3)``, upright: turned as the
+  display matrix asks (``VideoInfo.rotation_deg``, ``frame.upright``), so a phone's portrait
+  video is portrait whichever backend decoded it; what cannot be applied is said in
+  ``info.not_upright``.
 - ``fps`` is the stream's average rate. PyAV derives a frame's index from its presentation
   time, so timestamps stay right in variable-frame-rate files; decord and OpenCV count
   frames, which is exact only at a constant frame rate.
@@ -53,7 +56,7 @@ from videotapestry.video.container import (
     open_stream,
     probe,
 )
-from videotapestry.video.frame import Frame
+from videotapestry.video.frame import Frame, turned_size, upright
 from videotapestry.video.frame_cache import FrameCache, FrameKey
 
 _log = logging.getLogger(__name__)
@@ -305,7 +308,8 @@ class PyAVReader(_ReaderBase):
 
     def _to_rgb(self, frame: Any) -> np.ndarray:
         width, height = self._size
-        return frame.to_ndarray(format="rgb24", width=width, height=height)
+        image = frame.to_ndarray(format="rgb24", width=width, height=height)
+        return upright(image, self.info.rotation_deg)
 
     def close(self) -> None:
         if self._container is not None:
@@ -339,6 +343,10 @@ class DecordReader(_ReaderBase):
             ) from exc
         width, height = decode_size(info.width, info.height, config.decoded_max_side)
         sized = (width, height) != (info.width, info.height)
+        # decord turns quarter-turned frames itself (before scaling them to the size asked,
+        # which is then the upright one); an older one leaves them to ``upright``.
+        turned = info.rotation_deg if decord_turns_frames(decord.__version__) else 0
+        width, height = turned_size((width, height), turned)
         try:
             self._reader = decord.VideoReader(
                 info.path,
@@ -360,6 +368,7 @@ class DecordReader(_ReaderBase):
             )
         super().__init__(replace(info, frame_count=count, fps=fps, duration_s=count / fps), config)
         self._keyframes: np.ndarray | None = None
+        self._turn = (info.rotation_deg - turned) % 360  # what is left for ``upright``
         self._decode([0])  # fail at open, not at first use, when nothing decodes
 
     def _decode(self, indices: list[int]) -> list[tuple[int, np.ndarray]]:
@@ -367,7 +376,7 @@ class DecordReader(_ReaderBase):
             batch = self._reader.get_batch(indices).asnumpy()
         except Exception as exc:
             raise self._decode_failed(indices, exc) from None
-        return list(zip(indices, batch, strict=True))
+        return [(i, upright(image, self._turn)) for i, image in zip(indices, batch, strict=True)]
 
     def keyframe_before(self, index: int) -> int | None:
         if self._keyframes is None:
@@ -406,7 +415,12 @@ class OpenCVReader(_ReaderBase):
             raise VideoUnreadableError(f"OpenCV cannot open {info.path}", path=info.path)
         count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0) or info.frame_count
         fps = float(capture.get(cv2.CAP_PROP_FPS) or 0) or info.fps
-        super().__init__(replace(info, frame_count=count, fps=fps, duration_s=count / fps), config)
+        auto, meta = self._orientation_handling(capture)
+        #: (degrees OpenCV turns frames itself, degrees left for ``upright``)
+        self._turned, self._turn, unknown = opencv_turn(info.rotation_deg, auto=auto, meta=meta)
+        not_upright = "; ".join(why for why in (info.not_upright, unknown) if why) or None
+        counted = replace(info, frame_count=count, fps=fps, duration_s=count / fps)
+        super().__init__(replace(counted, not_upright=not_upright), config)
         self._capture: cv2.VideoCapture | None = capture
         self._next = 0  # index the next read() returns
         self._size = decode_size(info.width, info.height, config.decoded_max_side)
@@ -440,10 +454,22 @@ class OpenCVReader(_ReaderBase):
                 raise self._decode_failed(index, f"the decoder returned {why}")
             self._next = index + 1
             rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
-            if rgb.shape[1::-1] != self._size:
-                rgb = cv2.resize(rgb, self._size, interpolation=cv2.INTER_AREA)
-            images.append((index, rgb))
+            size = turned_size(self._size, self._turned)
+            if rgb.shape[1::-1] != size:
+                rgb = cv2.resize(rgb, size, interpolation=cv2.INTER_AREA)
+            images.append((index, upright(rgb, self._turn)))
         return images
+
+    @staticmethod
+    def _orientation_handling(capture: Any) -> tuple[float, float]:
+        """OpenCV's (``CAP_PROP_ORIENTATION_AUTO``, ``CAP_PROP_ORIENTATION_META``) after
+        asking it to leave frames as stored, so that ``upright`` turns them as it turns the
+        other backends' frames (OpenCV turns them itself by default, decord never does)."""
+        import cv2
+
+        capture.set(cv2.CAP_PROP_ORIENTATION_AUTO, 0)
+        auto = float(capture.get(cv2.CAP_PROP_ORIENTATION_AUTO))
+        return auto, float(capture.get(cv2.CAP_PROP_ORIENTATION_META))
 
     def close(self) -> None:
         if self._capture is not None:
@@ -452,6 +478,34 @@ class OpenCVReader(_ReaderBase):
 
     def _closed(self) -> bool:
         return self._capture is None
+
+
+def decord_turns_frames(version: str) -> bool:
+    """Whether this decord turns frames by the display matrix itself (from 0.6 it does, by
+    the same quarter turn FFmpeg reports; the backend tests compare its pixels with PyAV's)."""
+    parts = [int(p) for p in version.split(".")[:2] if p.isdigit()]
+    return tuple(parts) >= (0, 6)
+
+
+def opencv_turn(rotation_deg: int, *, auto: float, meta: float) -> tuple[int, int, str | None]:
+    """(degrees OpenCV turns its frames itself, degrees still to turn them upright, why
+    they may not be upright) for a video to be turned ``rotation_deg`` clockwise.
+
+    ``auto`` is OpenCV's auto-orientation once asked to switch it off: 0, frames come as
+    stored; 1, OpenCV turns them by ``meta`` degrees clockwise (when it cannot be switched
+    off), and only the rest of the turn is ours. Any other value (a build that reports
+    neither) leaves what OpenCV did unknown, which is said rather than guessed at.
+    """
+    if auto == 0 or not rotation_deg:
+        return 0, rotation_deg, None
+    if auto == 1 and meta >= 0 and meta % 90 == 0:
+        turned = int(meta) % 360
+        return turned, (rotation_deg - turned) % 360, None
+    unknown = (
+        f"OpenCV reports no orientation handling (auto-orientation {auto:g}, angle {meta:g}); "
+        f"its frames are turned {rotation_deg}° clockwise as if it left them as stored"
+    )
+    return 0, rotation_deg, unknown
 
 
 #: The backends ``auto`` tries, in order.

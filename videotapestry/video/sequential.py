@@ -22,6 +22,7 @@ from videotapestry.video.container import (
     error_reason,
     open_stream,
 )
+from videotapestry.video.frame import turned_size, upright
 
 #: Undecodable packets in a row after which a ``SequentialPass`` gives up on the rest.
 MAX_CONSECUTIVE_ERRORS = 8
@@ -76,7 +77,8 @@ class SequentialPass:
                 self.frames_decoded += 1
                 index = self.last_index + 1 if frame.pts is None else clock.index_of(frame.pts)
                 self.last_index = max(index, self.last_index + 1)
-                yield PassFrame(self.last_index, self.last_index / self.info.fps, frame)
+                timestamp = self.last_index / self.info.fps
+                yield PassFrame(self.last_index, timestamp, frame, self.info.rotation_deg)
 
     def _skipped(self, exc: BaseException, consecutive: int) -> bool:
         """Note an undecodable packet; False when the pass must stop."""
@@ -96,15 +98,18 @@ class PassFrame:
     index: int
     timestamp_s: float
     decoded: Any = field(repr=False)  # the decoder's frame
+    #: Clockwise degrees the frame is turned to be upright (``VideoInfo.rotation_deg``).
+    rotation_deg: int = 0
 
     def to_array(self, size: tuple[int, int], *, pixel_format: str = "rgb24") -> np.ndarray:
-        """The frame at ``size`` (width, height), averaged over source pixels when shrunk,
-        which keeps fine detail (text, edges) from aliasing; ``bgr24`` for OpenCV code."""
-        width, height = size
+        """The frame upright at ``size`` (width, height, as shown: ``VideoInfo.display_size``
+        scaled), as the readers return it; averaged over source pixels when shrunk, which
+        keeps fine detail (text, edges) from aliasing; ``bgr24`` for OpenCV code."""
+        width, height = turned_size(size, self.rotation_deg)
         image: np.ndarray = self.decoded.to_ndarray(
             format=pixel_format, width=width, height=height, interpolation="AREA"
         )
-        return image
+        return upright(image, self.rotation_deg)
 
 
 class RateSampler:
