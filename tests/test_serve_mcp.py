@@ -241,6 +241,32 @@ def test_bad_input_is_a_tool_error_naming_the_problem(session: Session) -> None:
     assert "options" in session.bad_input["options not a list"].content[0].text
 
 
+def test_what_a_run_loses_of_the_method_is_returned_to_the_caller(session: Session) -> None:
+    """A server configured to read subtitles, asked without any, answers from the memory's
+    stored transcript: the answer says so instead of passing for a faithful run (the SDK's
+    client connected in-process to a server from the same factory)."""
+    from videotapestry.config import load_config
+    from videotapestry.serve.mcp_server import McpSettings, create_mcp_server
+    from videotapestry.serve.roots import Roots
+
+    config = load_config(None, profile="offline", overrides=["asr.source=subtitles"])
+    roots = Roots.of([session.root])
+    server = create_mcp_server(McpSettings(config, roots, session.root / "other-traces"))
+
+    async def ask() -> Any:
+        async with Client(server) as client:
+            arguments = {"question": GATE_B["question"], "options": GATE_B["options"]}
+            return await client.call_tool(
+                "answer_question", {"video": "sample.mp4", "memory": "memories/sample", **arguments}
+            )
+
+    answer = asyncio.run(ask())
+    assert not answer.is_error, answer.content
+    [lost] = answer.structured_content["degraded"]
+    assert lost["kind"] == "asr_substituted" and lost["level"] == "setup"
+    assert "stored transcript" in lost["why"]
+
+
 # --------------------------------------------------------------------------- streamable HTTP
 
 
