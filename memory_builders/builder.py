@@ -39,7 +39,7 @@ from memory_builders.frame_proxy import frame_proxy_stage
 from memory_builders.macro import macro_stage
 from memory_builders.output import prepare_directory, write_memory, write_stop_report
 from memory_builders.perception import perception_stage
-from memory_builders.progress import BuildProgress
+from memory_builders.progress import BuildProgress, StageListener
 from memory_builders.report import BuildReport
 from memory_builders.scan import probe_stage, scan_stage
 from memory_builders.segmentation import clip_stage
@@ -167,13 +167,15 @@ def create_builder(
     embedder: Embedder,
     prompts: PromptRegistry,
     progress: bool = False,
+    on_stage: StageListener | None = None,
 ) -> MemoryBuilder:
     """The ``videotapestry.memory_builders`` entry point: how ``VideoTapestry.build_memory``
-    gets a builder that shares its config, models, embedder and prompts."""
+    gets a builder that shares its config, models, embedder and prompts. ``on_stage`` hears
+    each stage's count (a server's progress notifications), bars drawn or not."""
     return MemoryBuilder(
         config,
         service=service,
         embedder=embedder,
         prompts=prompts,
-        progress=BuildProgress(enabled=progress),
+        progress=BuildProgress(enabled=progress, listener=on_stage),
     )

@@ -18,7 +18,7 @@ import asyncio
 import dataclasses
 import time
 import uuid
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -449,20 +449,26 @@ class VideoTapestry:
         restart: bool = False,
         export_memdreamer: str | Path | None = None,
         progress: bool = False,
+        on_stage: Callable[[Any], None] | None = None,
     ) -> Any:
-        """``build_memory`` in a running event loop (notebooks)."""
-        return await self._memory_builder(progress).abuild(
+        """``build_memory`` in a running event loop (notebooks, servers). ``on_stage`` is
+        called with each ``memory_builders.progress.StageUpdate`` (a stage's done / total),
+        whether or not ``progress`` draws bars; the scan calls it from its decoding thread."""
+        return await self._memory_builder(progress, on_stage).abuild(
             video, out, subtitles=subtitles, restart=restart, export_memdreamer=export_memdreamer
         )
 
-    def _memory_builder(self, progress: bool) -> Any:
+    def _memory_builder(self, progress: bool, on_stage: Callable[[Any], None] | None) -> Any:
         create_builder = plugins.load(plugins.MEMORY_BUILDERS, "default")
+        # Passed only when asked for, so a third-party builder need not know the keyword.
+        listening = {} if on_stage is None else {"on_stage": on_stage}
         return create_builder(
             self.config,
             service=self.service,
             embedder=self.embedder,
             prompts=self.prompts,
             progress=progress,
+            **listening,
         )
 
     # -- internals -------------------------------------------------------------------------

@@ -6,8 +6,9 @@ check a key, base URL and model name first), ``ask`` (one question, with a progr
 and a saved trace), ``reanswer`` (a saved run under another final memory),
 ``import-memdreamer``, ``inspect`` (a memory, or a saved run's trace as a summary or an HTML
 picture), ``build-memory`` (a raw video to a memory, resumable), ``demo`` (the shipped sample
-video with the offline model), ``eval-report`` and ``compare`` (run directories) and ``eval``
-(a benchmark into a resumable run directory). Each module's docstring gives its exit status.
+video with the offline model), ``eval-report`` and ``compare`` (run directories), ``eval``
+(a benchmark into a resumable run directory) and ``mcp`` (the tools as an MCP server). Each
+module's docstring gives its exit status.
 
 A command module has ``add_parser(subparsers, add_config)``, which adds its parser (with the
 shared config options where it reads a config) and names its ``run`` as the parser's
@@ -37,6 +38,7 @@ from videotapestry.commands import (
     evaluate,
     import_memdreamer,
     inspect,
+    mcp,
     prompts,
     reanswer,
     show_config,
@@ -76,6 +78,7 @@ COMMANDS: tuple[CommandModule, ...] = (
     eval_report,
     compare,
     evaluate,
+    mcp,
 )
 
 

@@ -9,8 +9,9 @@ Groups (declared in ``pyproject.toml`` for the built-in parts):
 - ``videotapestry.providers``: a model provider; the entry point is a callable with no
   arguments that returns a ``ClientFactory`` (``settings -> ModelClient``).
 - ``videotapestry.memory_builders``: a memory builder; the entry point is a callable taking
-  ``(config, service=, embedder=, prompts=, progress=)`` and returning an object with
-  ``abuild(video, out, subtitles=, restart=, export_memdreamer=)``.
+  ``(config, service=, embedder=, prompts=, progress=)`` (and ``on_stage=``, a listener of
+  each stage's progress, when a caller such as the MCP server asks for one) and returning
+  an object with ``abuild(video, out, subtitles=, restart=, export_memdreamer=)``.
 """
 
 from __future__ import annotations
