@@ -260,7 +260,7 @@ def _options(command: str, parser: argparse.ArgumentParser) -> list[CliOption]:
             continue
         if action.help == argparse.SUPPRESS:
             continue
-        flags = tuple(action.option_strings) or (action.metavar or action.dest,)
+        flags = tuple(action.option_strings) or (str(action.metavar or action.dest),)
         metavar = "" if action.nargs == 0 else str(action.metavar or action.dest.upper())
         flag_only = bool(action.option_strings) and action.nargs == 0
         no_default = action.default in (None, argparse.SUPPRESS)
@@ -358,7 +358,7 @@ def _commented_constants(path: Path, pattern: str) -> list[tuple[str, int, str]]
         match = re.match(rf"({pattern}) = (\d+)$", line)
         if match is None:
             continue
-        comment = []
+        comment: list[str] = []
         for before in reversed(lines[:number]):
             if not before.startswith("#:"):
                 break

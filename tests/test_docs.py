@@ -307,9 +307,9 @@ def offline_blocks() -> list[tuple[str, list[str]]]:
 
 
 def test_pages_mark_their_offline_commands() -> None:
-    for page in _pages():  # a marker not followed by a bash block would run nothing
-        text = page.read_text(encoding="utf-8")
-        assert len(MARKED.findall(text)) == len(OFFLINE.findall(text)), page
+    for path in _pages():  # a marker not followed by a bash block would run nothing
+        text = path.read_text(encoding="utf-8")
+        assert len(MARKED.findall(text)) == len(OFFLINE.findall(text)), path
     pages = {page for page, _ in offline_blocks()}
     assert len(pages) >= 8
     for page, lines in offline_blocks():
