@@ -34,14 +34,24 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 LMMS_STAMP := $(STAMP)-lmms
 
-.PHONY: demo test check setup setup-lmms lint clean-venv
+.PHONY: demo test check docs docs-serve setup setup-lmms lint clean-venv
 
 demo: $(STAMP)
 	$(BIN)/videotapestry demo $(DEMO_ARGS)
 
 test: $(LMMS_STAMP)
 	$(MAKE) check
+	$(BIN)/mkdocs build --strict --quiet --site-dir site
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The documentation site (mkdocs.yml, docs/): its reference pages are generated from the code
+# at build time (scripts/docs_reference.py), and `make test` builds it with --strict, so a
+# broken link or a page missing from the nav fails CI. docs-serve listens on 127.0.0.1 only.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
+docs-serve: $(STAMP)
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
 # The shape of the code (docs/architecture.md): ruff; the import contracts of pyproject.toml
 # (layers, no cycles, what the builder and the offline model may import); mypy over both
