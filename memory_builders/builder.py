@@ -159,14 +159,17 @@ def create_builder(
     service: ModelService,
     embedder: Embedder,
     prompts: PromptRegistry,
-    progress: bool = False,
+    progress: bool | BuildProgress = False,
 ) -> MemoryBuilder:
     """The ``videotapestry.memory_builders`` entry point: how ``VideoTapestry.build_memory``
-    gets a builder that shares its config, models, embedder and prompts."""
+    gets a builder that shares its config, models, embedder and prompts. ``progress``: bars
+    on stderr or none, or a display of the caller's (a server reports each stage's advance)."""
     return MemoryBuilder(
         config,
         service=service,
         embedder=embedder,
         prompts=prompts,
-        progress=BuildProgress(enabled=progress),
+        progress=progress
+        if isinstance(progress, BuildProgress)
+        else BuildProgress(enabled=progress),
     )

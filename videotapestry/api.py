@@ -416,10 +416,12 @@ class VideoTapestry:
         *,
         restart: bool = False,
         export_memdreamer: str | Path | None = None,
-        progress: bool = False,
+        progress: Any = False,
     ) -> Any:
         """Build (or resume building) the memory of ``video`` into ``out`` with this
-        instance's config, models and embedder; returns a ``memory_builders.BuildResult``."""
+        instance's config, models and embedder; returns a ``memory_builders.BuildResult``.
+        ``progress``: bars on stderr (True), none (False), or the builder's progress display
+        (a ``memory_builders.progress.BuildProgress``, which this layer cannot name)."""
         return self._sync(
             self.abuild_memory(
                 video,
@@ -439,14 +441,14 @@ class VideoTapestry:
         *,
         restart: bool = False,
         export_memdreamer: str | Path | None = None,
-        progress: bool = False,
+        progress: Any = False,
     ) -> Any:
         """``build_memory`` in a running event loop (notebooks)."""
         return await self._memory_builder(progress).abuild(
             video, out, subtitles=subtitles, restart=restart, export_memdreamer=export_memdreamer
         )
 
-    def _memory_builder(self, progress: bool) -> Any:
+    def _memory_builder(self, progress: Any) -> Any:
         create_builder = plugins.load(plugins.MEMORY_BUILDERS, "default")
         return create_builder(
             self.config,

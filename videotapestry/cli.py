@@ -39,6 +39,7 @@ from videotapestry.commands import (
     inspect,
     prompts,
     reanswer,
+    serve,
     show_config,
 )
 from videotapestry.commands.common import (
@@ -76,6 +77,7 @@ COMMANDS: tuple[CommandModule, ...] = (
     eval_report,
     compare,
     evaluate,
+    serve,
 )
 
 
