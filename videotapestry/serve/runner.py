@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-#: Figures of a build's progress are written to the store at most this often per stage.
+#: A build's progress is written to the store and sent to its followers at most this often
+#: per stage (a share of the stage's total): a scan advances once a frame.
 _STEP_SHARE = 0.02
 
 
@@ -230,7 +231,7 @@ class JobRunner:
             if done - written.get(stage, -step) >= step or (total and done >= total):
                 written[stage] = done
                 self._set(job_id, progress=figures)
-            self._event(job_id, {"type": "progress", **figures})
+                self._event(job_id, {"type": "progress", **figures})
 
         return report
 
