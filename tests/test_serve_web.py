@@ -262,3 +262,29 @@ def test_kill_9_during_a_build_resumes_without_repeating_a_clip(
 def _stage(report: dict[str, Any], name: str) -> dict[str, Any]:
     stage: dict[str, Any] = report["stages"][name]
     return stage
+
+
+def test_eval_runs_show_their_report_and_the_flips_between_two(
+    served: Server, browser: Any
+) -> None:
+    from eval_support import header, record, write_run
+
+    evals = served.root / "evals"
+    write_run(evals / "a", [record("q1", "A", "A"), record("q2", "B", "C")], header())
+    write_run(evals / "b", [record("q1", "A", "D"), record("q2", "B", "B")], header())
+    assert [run["path"] for run in served.get("/api/evals")] == ["evals/a", "evals/b"]
+    tab = Page(browser, served.url)
+    page = tab.page
+    page.locator('#evals li[data-path="evals/a"] a').click()
+    page.wait_for_function(
+        "() => document.getElementById('eval-view').textContent.includes('Evaluation report')"
+    )
+    assert "| full |" in page.text_content("#eval-view")
+    assert "50.0" in page.text_content("#eval-view")
+    page.click("#compare")
+    page.wait_for_function("() => document.getElementById('eval-view').textContent.includes('q2')")
+    compared = served.get("/api/evals/compare?a=evals/a&b=evals/b")["comparison"]
+    [full] = compared["variants"]
+    assert full["became_right"] == ["q2"] and full["became_wrong"] == ["q1"]
+    assert "q1" in page.text_content("#eval-view")
+    assert tab.errors == []
