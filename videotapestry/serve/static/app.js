@@ -3,7 +3,7 @@
 // (textContent / createTextNode), never as HTML, so a memory holding markup shows it as text.
 "use strict";
 
-const state = { videos: [], memories: [], current: null, followers: {} };
+const state = { videos: [], memories: [], current: null, buildNotes: {} };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -63,7 +63,8 @@ function renderVideos() {
   list.replaceChildren();
   for (const video of state.videos) {
     const bar = el("progress", { max: "1", value: "0", hidden: "" });
-    const status = el("span", { class: "state" }, video.memory ? "memory built" : "no memory yet");
+    const note = state.buildNotes[video.path] || (video.memory ? "memory built" : "no memory yet");
+    const status = el("span", { class: "state" }, note);
     const build = el("button", { class: "plain build", type: "button",
       onclick: () => startBuild(video, bar, status) }, video.memory ? "Rebuild" : "Build memory");
     const open = el("button", { type: "button", class: "open", onclick: () => chooseVideo(video) },
@@ -128,8 +129,8 @@ async function startBuild(video, bar, status) {
         bar.max = "1";
         bar.value = finished.state === "done" ? "1" : "0";
         status.textContent = finished.state === "done"
-          ? `memory built (${finished.result.report.status})` : `${finished.state}: ${finished.error || ""}`;
-        status.dataset.state = finished.state;
+          ? builtText(finished.result.report) : `${finished.state}: ${finished.error || ""}`;
+        state.buildNotes[video.path] = status.textContent;
         const path = video.path;
         await loadLibrary();
         const now = state.videos.find((v) => v.path === path);
@@ -140,6 +141,14 @@ async function startBuild(video, bar, status) {
   } catch (e) {
     status.textContent = String(e.message || e);
   }
+}
+
+// A partial build or a lost step is said where the build is shown, never passed over.
+function builtText(report) {
+  const parts = [`memory built (${report.status})`];
+  if ((report.failures || []).length) parts.push(`${report.failures.length} clips failed`);
+  for (const d of report.degradations || []) parts.push(`degraded: ${d.what || ""} ${d.why || ""}`.trim());
+  return parts.join("; ");
 }
 
 // -- questions ----------------------------------------------------------------------------
