@@ -34,10 +34,15 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 LMMS_STAMP := $(STAMP)-lmms
 
-.PHONY: demo test check docs docs-serve setup setup-lmms lint clean-venv
+.PHONY: demo serve test check docs docs-serve setup setup-lmms lint clean-venv
 
 demo: $(STAMP)
 	$(BIN)/videotapestry demo $(DEMO_ARGS)
+
+# The web app on the sample video with the offline model: open http://127.0.0.1:8000/,
+# build the memory, ask. SERVE_ARGS adds options (--port 8080, --root DIR, ...).
+serve: $(STAMP)
+	$(BIN)/videotapestry serve --sample $(SERVE_ARGS)
 
 test: $(LMMS_STAMP)
 	$(MAKE) check

@@ -166,16 +166,20 @@ def create_builder(
     service: ModelService,
     embedder: Embedder,
     prompts: PromptRegistry,
-    progress: bool = False,
+    progress: bool | BuildProgress = False,
     on_stage: StageListener | None = None,
 ) -> MemoryBuilder:
     """The ``videotapestry.memory_builders`` entry point: how ``VideoTapestry.build_memory``
-    gets a builder that shares its config, models, embedder and prompts. ``on_stage`` hears
-    each stage's count (a server's progress notifications), bars drawn or not."""
+    gets a builder that shares its config, models, embedder and prompts. ``progress``: bars
+    on stderr or none, or a display of the caller's (a server reports each stage's advance);
+    ``on_stage`` hears each stage's count (a server's progress notifications), bars drawn or
+    not (with a display of the caller's, set its listener instead)."""
     return MemoryBuilder(
         config,
         service=service,
         embedder=embedder,
         prompts=prompts,
-        progress=BuildProgress(enabled=progress, listener=on_stage),
+        progress=progress
+        if isinstance(progress, BuildProgress)
+        else BuildProgress(enabled=progress, listener=on_stage),
     )

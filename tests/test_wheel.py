@@ -73,6 +73,9 @@ def test_wheel_ships_packages_prompts_and_configs(wheel: Path) -> None:
     # the demo sample and the speech clips it is regenerated from
     for data in ("sample.mp4", "questions.json", "speech/manifest.json", "speech/welcome_2.ogg"):
         assert f"videotapestry/demo/data/{data}" in names
+    # the browser UI of `videotapestry serve`
+    for static in ("index.html", "app.js", "style.css"):
+        assert f"videotapestry/serve/static/{static}" in names
     top_level = {name.split("/")[0] for name in names}
     assert "prompts" not in top_level and "configs" not in top_level
 

@@ -425,10 +425,12 @@ class VideoTapestry:
         *,
         restart: bool = False,
         export_memdreamer: str | Path | None = None,
-        progress: bool = False,
+        progress: Any = False,
     ) -> Any:
         """Build (or resume building) the memory of ``video`` into ``out`` with this
-        instance's config, models and embedder; returns a ``memory_builders.BuildResult``."""
+        instance's config, models and embedder; returns a ``memory_builders.BuildResult``.
+        ``progress``: bars on stderr (True), none (False), or the builder's progress display
+        (a ``memory_builders.progress.BuildProgress``, which this layer cannot name)."""
         return self._sync(
             self.abuild_memory(
                 video,
@@ -448,7 +450,7 @@ class VideoTapestry:
         *,
         restart: bool = False,
         export_memdreamer: str | Path | None = None,
-        progress: bool = False,
+        progress: Any = False,
         on_stage: Callable[[Any], None] | None = None,
     ) -> Any:
         """``build_memory`` in a running event loop (notebooks, servers). ``on_stage`` is
@@ -458,7 +460,7 @@ class VideoTapestry:
             video, out, subtitles=subtitles, restart=restart, export_memdreamer=export_memdreamer
         )
 
-    def _memory_builder(self, progress: bool, on_stage: Callable[[Any], None] | None) -> Any:
+    def _memory_builder(self, progress: Any, on_stage: Callable[[Any], None] | None) -> Any:
         create_builder = plugins.load(plugins.MEMORY_BUILDERS, "default")
         # Passed only when asked for, so a third-party builder need not know the keyword.
         listening = {} if on_stage is None else {"on_stage": on_stage}

@@ -41,6 +41,7 @@ from videotapestry.commands import (
     mcp,
     prompts,
     reanswer,
+    serve,
     show_config,
 )
 from videotapestry.commands.common import (
@@ -79,6 +80,7 @@ COMMANDS: tuple[CommandModule, ...] = (
     compare,
     evaluate,
     mcp,
+    serve,
 )
 
 

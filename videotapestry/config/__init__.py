@@ -1,8 +1,8 @@
 """Run configuration: one validated ``Config`` per run, its sections and how it is loaded.
 
 Each section's settings live in the module named after it (``models``, ``agents``, ``asr``,
-``video``, ``retrieval``, ``builder``, ``executor``), the root in ``run`` and the layering of
-files, profiles and overrides in ``loading``. Import from here: the names below are the
+``video``, ``retrieval``, ``builder``, ``executor``, ``serve``), the root in ``run`` and the
+layering of files, profiles and overrides in ``loading``. Import from here: the names below are the
 package's public face, and the modules behind them may be rearranged.
 """
 
@@ -58,6 +58,7 @@ from videotapestry.config.models import (
 from videotapestry.config.renames import RENAMED_KEYS, RenamedKey
 from videotapestry.config.retrieval import EmbeddingConfig, EvidenceConfig
 from videotapestry.config.run import Config, PromptsConfig, VariantName
+from videotapestry.config.serve import ServeConfig
 from videotapestry.config.video import ImagesConfig, VideoConfig
 
 __all__ = [
@@ -100,6 +101,7 @@ __all__ = [
     "ReasoningEffort",
     "RenamedKey",
     "RoleModels",
+    "ServeConfig",
     "SingleAgentSettings",
     "StrictModel",
     "VariantName",

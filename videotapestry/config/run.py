@@ -14,6 +14,7 @@ from videotapestry.config.builder import BuilderConfig
 from videotapestry.config.executor import ExecutorConfig
 from videotapestry.config.models import CacheConfig, ModelsConfig, Price
 from videotapestry.config.retrieval import EmbeddingConfig, EvidenceConfig
+from videotapestry.config.serve import ServeConfig
 from videotapestry.config.video import ImagesConfig, VideoConfig
 from videotapestry.errors import ConfigError
 from videotapestry.variants import VARIANT_NAMES, variant_named
@@ -59,6 +60,7 @@ class Config(StrictModel):
     prompts: PromptsConfig = PromptsConfig()
     builder: BuilderConfig = BuilderConfig()
     executor: ExecutorConfig = ExecutorConfig()
+    serve: ServeConfig = ServeConfig()
 
     def to_yaml(self) -> str:
         """The whole config as YAML that ``load_config`` reads back to an equal ``Config``."""

@@ -22,6 +22,9 @@ VIDEO_SUFFIXES = frozenset({".mp4", ".mkv", ".webm", ".mov", ".avi", ".m4v"})
 MEMORY_MARKER = "memory.json"
 """A folder holding this file is listed as a stored memory."""
 
+EVAL_RUN_MARKER = "results.jsonl"
+"""A folder holding this file is listed as an eval run (one line per finished question)."""
+
 
 class PathOutsideRootsError(VideoTapestryError, PermissionError):
     """A requested path resolves outside every configured root (or names nothing usable)."""
@@ -89,6 +92,10 @@ class Roots:
     def memories(self) -> Iterator[Path]:
         """Every stored memory folder under the roots (a folder with ``memory.json``)."""
         yield from self._walk(lambda path: path.is_dir() and (path / MEMORY_MARKER).is_file())
+
+    def eval_runs(self) -> Iterator[Path]:
+        """Every eval run directory under the roots (a folder with ``results.jsonl``)."""
+        yield from self._walk(lambda path: path.is_dir() and (path / EVAL_RUN_MARKER).is_file())
 
     def _walk(self, wanted: Callable[[Path], bool]) -> Iterator[Path]:
         seen: set[Path] = set()

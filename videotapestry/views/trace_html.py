@@ -609,8 +609,14 @@ def write_trace_page(
     trace_path: str | Path, out: str | Path, *, video: str | Path | None = None
 ) -> Path:
     """``inspect TRACE.json --html OUT``: the page of a saved trace."""
+    return _write(Path(out), trace_page(trace_path, video=video))
+
+
+def trace_page(trace_path: str | Path, *, video: str | Path | None = None) -> str:
+    """The page of a saved trace, with its frames decoded from ``video`` (a server sends it
+    as it is; ``inspect`` writes it to a file)."""
     trace = load_question_trace(trace_path)
-    return _write(Path(out), question_page(trace, thumbnails_for(trace, video=video)))
+    return question_page(trace, thumbnails_for(trace, video=video))
 
 
 def _file_stem(question_id: str) -> str:

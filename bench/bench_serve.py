@@ -1,0 +1,125 @@
+"""The web app's figures: idle memory, requests per second for cached answers, and the UI's
+time to first answer on the sample (warm).
+
+A real ``videotapestry serve`` (offline model) over a root in bench/.cache/serve holding the
+shipped sample; its memory is built through the REST API on the first run and kept.
+
+- idle memory: the server's resident set (VmRSS) right after start-up, and again idle after
+  it has answered (the embedding model and the memory then loaded);
+- cached answers: the same question POSTed again and again (answered from the earlier job),
+  one client after another and from ``--clients`` threads at once;
+- UI, warm: the server has answered one question (models and memory loaded); chromium then
+  opens the page, picks another shipped question, clicks Ask and waits for the answer.
+
+    python bench/bench_serve.py [--requests 500] [--clients 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from serve_support import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    Server,
+    sample_root,
+    start_server,
+)
+
+CACHE = ROOT / "bench" / ".cache" / "serve"
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def ask_body(question: dict) -> dict:
+    return {
+        "kind": "ask",
+        "memory": "memories/sample",
+        "video": "sample.mp4",
+        "question": question["question"],
+        "options": question["options"],
+    }
+
+
+def cached_rps(server: Server, body: dict, requests: int, clients: int) -> tuple[float, float]:
+    started = time.perf_counter()
+    for _ in range(requests):
+        assert server.post("/api/jobs", body)["state"] == "done"
+    serial = requests / (time.perf_counter() - started)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        states = list(pool.map(lambda _: server.post("/api/jobs", body)["state"], range(requests)))
+    assert set(states) == {"done"}
+    return serial, requests / (time.perf_counter() - started)
+
+
+def ui_time_to_answer(server: Server, question_index: int) -> float:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        started = time.perf_counter()
+        page.goto(server.url)
+        page.wait_for_selector('#videos li[data-path="sample.mp4"]')
+        page.select_option("#shipped", index=question_index + 1)
+        page.click("#ask")
+        page.wait_for_selector("#answer[data-letter]", timeout=600_000)
+        elapsed = time.perf_counter() - started
+        browser.close()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=500)
+    parser.add_argument("--clients", type=int, default=8)
+    args = parser.parse_args()
+    root = CACHE / "root"
+    if not (root / "sample.mp4").is_file():
+        sample_root(root)
+    # The memory is kept between runs; the jobs and the model replies are not, so every run
+    # answers its questions anew.
+    shutil.rmtree(CACHE / "data", ignore_errors=True)
+    (CACHE / "responses.sqlite").unlink(missing_ok=True)
+    server = start_server(root, CACHE / "data")
+    try:
+        idle_start = rss_mb(server.process.pid)
+        if not (root / "memories" / "sample" / "memory.json").is_file():
+            job = server.post("/api/jobs", {"kind": "build", "video": "sample.mp4"})
+            print(f"built the sample's memory: {server.wait_job(job['id'])['state']}")
+        questions = json.loads((root / "questions.json").read_text())["questions"]
+        warm = server.post("/api/jobs", ask_body(questions[0]))
+        server.wait_job(warm["id"])
+        time.sleep(2)
+        idle_after = rss_mb(server.process.pid)
+        serial, parallel = cached_rps(server, ask_body(questions[0]), args.requests, args.clients)
+        ui_s = ui_time_to_answer(server, 1)  # not asked before (no job, no cached reply)
+        ui_cached_s = ui_time_to_answer(server, 0)
+    finally:
+        server.stop()
+    print(
+        f"idle RSS after start-up: {idle_start:.0f} MB; idle after answering: {idle_after:.0f} MB"
+    )
+    clients = args.clients
+    print(f"cached answers: {serial:.0f} req/s one client, {parallel:.0f} req/s {clients} clients")
+    print(f"UI time to first answer (warm server, a question not asked before): {ui_s:.2f} s")
+    print(f"UI time to a cached answer: {ui_cached_s:.2f} s")
+
+
+if __name__ == "__main__":
+    main()

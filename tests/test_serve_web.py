@@ -1,0 +1,290 @@
+"""The web app end to end: a real ``videotapestry serve`` on 127.0.0.1 over a root holding
+the shipped sample, the offline model, and Debian's chromium driven by Playwright.
+
+One server and one memory (built from the UI) serve every test of the module; the kill -9
+test starts servers of its own, since killing the shared one would end the others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from serve_support import CHROMIUM, CHROMIUM_ARGS, Server, sample_root, start_server
+
+pytestmark = pytest.mark.slow
+
+GATE_B = "gate_b_code"
+PAYLOAD = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    base = tmp_path_factory.mktemp("serve")
+    server = start_server(sample_root(base / "root"), base / "data")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).is_file():
+        pytest.skip("Debian's chromium is not installed at /usr/bin/chromium")
+    with playwright_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+class Page:
+    """A browser tab on the server, recording every console error and uncaught exception."""
+
+    def __init__(self, browser: Any, url: str) -> None:
+        self.page = browser.new_page()
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        self.page.goto(url)
+
+
+@pytest.fixture(scope="module")
+def ui_build(served: Server, browser: Any) -> dict[str, Any]:
+    """The sample's memory, built by clicking Build in the UI and watching its progress bar."""
+    tab = Page(browser, served.url)
+    page = tab.page
+    page.locator('#videos li[data-path="sample.mp4"] button.build').click()
+    page.wait_for_function(  # the bar moves with the build's stages
+        "() => { const bar = document.querySelector('#videos progress:not([hidden])');"
+        " return bar !== null && bar.max > 1 && bar.value > 0; }",
+        timeout=300_000,
+    )
+    # The library is redrawn once the job ends, listing the new memory.
+    page.wait_for_selector('#memories li[data-path="memories/sample"]', timeout=900_000)
+    build = next(job for job in served.get("/api/jobs") if job["kind"] == "build")
+    assert build["state"] == "done", build
+    assert tab.errors == []
+    page.close()
+    return {"job": build}
+
+
+def test_ui_builds_asks_and_seeks_to_a_citation(
+    served: Server, browser: Any, ui_build: dict[str, Any]
+) -> None:
+    assert ui_build["job"]["result"]["memory"] == "memories/sample"
+    assert ui_build["job"]["result"]["report"]["status"] == "complete"
+    tab = Page(browser, served.url)
+    page = tab.page
+    page.wait_for_selector('#memories li[data-path="memories/sample"]')
+    page.locator('#videos li[data-path="sample.mp4"] button.open').click()
+    page.select_option("#shipped", index=1)  # the first shipped question: Gate B's code
+    assert "Gate B" in page.input_value("#question")
+    page.click("#ask")
+    page.wait_for_selector("#answer[data-letter]", timeout=600_000)
+    assert page.get_attribute("#answer", "data-letter") == "C"
+    assert "4417" in page.text_content("#answer")
+    levels = page.locator("#timeline li.level").all_text_contents()
+    assert any(text.startswith("super") for text in levels), levels
+    cite = page.locator("#citations button.cite").first
+    start = float(cite.get_attribute("data-seek"))
+    cite.click()
+    page.wait_for_function(
+        f"() => Math.abs(document.getElementById('player').currentTime - {start}) < 1",
+        timeout=60_000,
+    )
+    assert abs(page.evaluate("document.getElementById('player').currentTime") - start) < 1
+    page.wait_for_selector("#degraded[hidden]", state="attached")
+    assert tab.errors == []
+
+
+def test_memory_text_with_markup_renders_inert(
+    served: Server, browser: Any, tmp_path: Path
+) -> None:
+    from videotapestry.memory import save_memory
+    from videotapestry.testing.memories import synthetic_memory
+
+    folder = served.root / "memories" / "markup"
+    save_memory(synthetic_memory(supers=2, macros_per_super=2, title=PAYLOAD), folder)
+    tab = Page(browser, served.url)
+    page = tab.page
+    page.locator('#memories li[data-path="memories/markup"] a').click()
+    page.wait_for_function(
+        "() => document.querySelector('#outline .name')?.textContent.includes('onerror')"
+    )
+    assert page.text_content("#outline .name") == PAYLOAD
+    assert page.locator("#outline img, #outline script").count() == 0
+    assert page.evaluate("window.__xss") is None
+    assert tab.errors == []
+
+
+def test_sse_shows_each_level_before_the_job_ends(served: Server, ui_build: dict[str, Any]) -> None:
+    question = json.loads((served.root / "questions.json").read_text())["questions"][1]
+    job = served.post(
+        "/api/jobs",
+        {
+            "kind": "ask",
+            "memory": "memories/sample",
+            "video": "sample.mp4",
+            "question": question["question"],
+            "options": question["options"],
+        },
+    )
+    events = []
+    with urllib.request.urlopen(f"{served.url}/api/jobs/{job['id']}/events", timeout=600) as stream:
+        for raw in stream:
+            line = raw.decode().strip()
+            if line.startswith("data: "):
+                events.append(json.loads(line[6:]))
+                if events[-1]["type"] == "end":
+                    break
+    kinds = [event["type"] for event in events]
+    done_at = next(i for i, e in enumerate(events) if e.get("state") == "done")
+    finished = events[-1]["job"]
+    assert finished["state"] == "done" and finished["result"]["answer"] == question["answer"]
+    for level in finished["result"]["levels_visited"]:
+        seen = [
+            i
+            for i, e in enumerate(events)
+            if e["type"] == "level" and e["level"] == level and e.get("step") == "done"
+        ]
+        assert seen and seen[0] < done_at, (level, kinds)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "path=../../etc/passwd",
+        "path=/etc/passwd",
+        "path=..%2F..%2Fetc%2Fpasswd",
+        "path=..%252F..%252Fetc%252Fpasswd",
+        "path=outside.mp4",
+    ],
+)
+def test_paths_outside_the_roots_are_refused(served: Server, query: str) -> None:
+    root = served.root
+    outside = root.parent / "outside-target.mp4"
+    outside.write_bytes(b"not for you")
+    link = root / "outside.mp4"
+    if not link.is_symlink():
+        link.symlink_to(outside)
+    for route in ("/api/media", "/api/memory"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{served.url}{route}?{query}", timeout=30)
+        assert refused.value.code == 403
+        assert "not under the server's roots" in json.loads(refused.value.read())["detail"]
+    with pytest.raises(urllib.error.HTTPError) as build:
+        served.post("/api/jobs", {"kind": "build", "video": query.removeprefix("path=")})
+    assert build.value.code == 403
+
+
+def test_bad_requests_get_a_4xx_with_a_message(served: Server) -> None:
+    with pytest.raises(urllib.error.HTTPError) as unknown:
+        served.get("/api/jobs/nosuchjob")
+    assert unknown.value.code == 404 and "no such job" in unknown.value.read().decode()
+    with pytest.raises(urllib.error.HTTPError) as empty:
+        served.post("/api/jobs", {"kind": "ask", "memory": "memories/sample", "question": ""})
+    assert empty.value.code in (400, 422)
+    assert "Traceback" not in empty.value.read().decode()
+
+
+def test_a_bind_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
+    args = [sys.executable, "-m", "videotapestry.cli", "serve", "--host", "0.0.0.0",
+            "--root", str(tmp_path), "--data-dir", str(tmp_path / "data")]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "VIDEOTAPESTRY_SERVE_TOKEN"}
+    run = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode == 2
+    assert "--token" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_wrong_token_gets_401(tmp_path: Path) -> None:
+    server = start_server(tmp_path, tmp_path / "data", "--token", "right-token-123")
+    try:
+        for headers in ({}, {"Authorization": "Bearer wrong-token"}):
+            request = urllib.request.Request(f"{server.url}/api/videos", headers=headers)
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=30)
+            assert refused.value.code == 401
+        good = urllib.request.Request(
+            f"{server.url}/api/videos", headers={"Authorization": "Bearer right-token-123"}
+        )
+        with urllib.request.urlopen(good, timeout=30) as response:
+            assert json.loads(response.read()) == []
+    finally:
+        server.stop()
+
+
+def test_kill_9_during_a_build_resumes_without_repeating_a_clip(
+    served: Server, ui_build: dict[str, Any], tmp_path: Path
+) -> None:
+    from videotapestry.memory import open_memory
+
+    root = sample_root(tmp_path / "root")
+    checkpoints = root / "memories" / "sample" / "build" / "perception"
+    server = start_server(root, tmp_path / "data")
+    try:
+        job = server.post("/api/jobs", {"kind": "build", "video": "sample.mp4"})
+        deadline = time.monotonic() + 900
+        while not (checkpoints.is_dir() and any(checkpoints.iterdir())):
+            assert time.monotonic() < deadline, server.log.read_text()
+            assert server.get(f"/api/jobs/{job['id']}")["state"] in ("queued", "running")
+            time.sleep(0.05)
+        server.kill()
+        finished_clips = len(list(checkpoints.glob("*.json")))
+        assert server.process.returncode == -9
+        server = start_server(root, tmp_path / "data")
+        resumed = server.wait_job(job["id"])
+    finally:
+        server.stop()
+    assert resumed["state"] == "done", resumed
+    assert resumed["attempts"] == 2
+    perception = _stage(resumed["result"]["report"], "perception")
+    clips = ui_build["job"]["result"]["report"]["clips"]
+    assert _stage(ui_build["job"]["result"]["report"], "perception")["computed"] == clips
+    assert perception["reused"] == finished_clips
+    assert perception["computed"] == clips - finished_clips
+    uninterrupted = open_memory(served.root / "memories" / "sample")
+    assert open_memory(root / "memories" / "sample") == uninterrupted
+
+
+def _stage(report: dict[str, Any], name: str) -> dict[str, Any]:
+    stage: dict[str, Any] = report["stages"][name]
+    return stage
+
+
+def test_eval_runs_show_their_report_and_the_flips_between_two(
+    served: Server, browser: Any
+) -> None:
+    from eval_support import header, record, write_run
+
+    evals = served.root / "evals"
+    write_run(evals / "a", [record("q1", "A", "A"), record("q2", "B", "C")], header())
+    write_run(evals / "b", [record("q1", "A", "D"), record("q2", "B", "B")], header())
+    assert [run["path"] for run in served.get("/api/evals")] == ["evals/a", "evals/b"]
+    tab = Page(browser, served.url)
+    page = tab.page
+    page.locator('#evals li[data-path="evals/a"] a').click()
+    page.wait_for_function(
+        "() => document.getElementById('eval-view').textContent.includes('Evaluation report')"
+    )
+    assert "| full |" in page.text_content("#eval-view")
+    assert "50.0" in page.text_content("#eval-view")
+    page.click("#compare")
+    page.wait_for_function("() => document.getElementById('eval-view').textContent.includes('q2')")
+    compared = served.get("/api/evals/compare?a=evals/a&b=evals/b")["comparison"]
+    [full] = compared["variants"]
+    assert full["became_right"] == ["q2"] and full["became_wrong"] == ["q1"]
+    assert "q1" in page.text_content("#eval-view")
+    assert tab.errors == []

@@ -1,0 +1,314 @@
+"""The web app: a REST API over the roots and the jobs, server-sent events, and the browser UI.
+
+``create_app`` builds one app from explicit settings (config, roots, token, data directory),
+so a test, a benchmark and ``videotapestry serve`` each start their own, and nothing is
+shared between them. Every path a request names goes through ``Roots.resolve``; every
+request is checked against the token when one is set; our own errors become a 4xx with
+their message (never a traceback).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import Body, FastAPI, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, StreamingResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field
+
+from videotapestry.config import Config
+from videotapestry.errors import VideoTapestryError
+from videotapestry.question import validate_question
+from videotapestry.serve.jobs import Job, JobStore, UnknownJobError
+from videotapestry.serve.operations import default_memory_dir, memory_outline
+from videotapestry.serve.roots import VIDEO_SUFFIXES, PathOutsideRootsError, Roots
+from videotapestry.serve.runner import JobRunner
+
+STATIC_DIR = Path(__file__).parent / "static"
+
+#: The cookie the UI keeps the token in, so ``<video>`` and ``EventSource`` requests (which
+#: cannot send headers) carry it too.
+TOKEN_COOKIE = "videotapestry_token"
+
+#: Questions shipped beside a video (the demo's ``questions.json`` form) offered by the UI.
+QUESTIONS_FILE = "questions.json"
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """Everything one server is started with."""
+
+    config: Config
+    roots: Roots
+    data_dir: Path
+    token: str | None = None
+
+
+class BuildRequest(BaseModel):
+    kind: Literal["build"]
+    video: str = Field(description="a video under the roots (relative to its root)")
+    out: str | None = Field(
+        None, description="folder for the memory under the roots; default <root>/memories/<stem>"
+    )
+    subtitles: str | None = Field(None, description="subtitles under the roots instead of ASR")
+
+
+class AskRequest(BaseModel):
+    kind: Literal["ask"]
+    memory: str = Field(description="a stored memory under the roots")
+    video: str | None = Field(None, description="its video (omit to answer from memory only)")
+    question: str
+    options: list[str] = Field(default_factory=list, description="none: free-form")
+
+
+JobRequest = Annotated[BuildRequest | AskRequest, Field(discriminator="kind")]
+
+
+def create_app(settings: ServeSettings) -> FastAPI:
+    """One server's app; its jobs resume when it starts and stop (unfinished) when it ends."""
+    roots = settings.roots
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from videotapestry.api import VideoTapestry
+
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        traces = settings.data_dir / "traces"
+        traces.mkdir(exist_ok=True)
+        store = JobStore(settings.data_dir)
+        vt = VideoTapestry(settings.config)
+        runner = JobRunner(store, vt, roots, traces)
+        app.state.runner = runner
+        app.state.traces = traces
+        await runner.resume()
+        try:
+            yield
+        finally:
+            await runner.stop()
+            await vt.aclose()
+            store.close()
+
+    app = FastAPI(
+        title="videotapestry",
+        summary="Question answering over long videos: memories, answers with citations, traces",
+        lifespan=lifespan,
+    )
+    _add_errors(app)
+    if settings.token:
+        _add_token_check(app, settings.token)
+
+    def runner_of(request: Request) -> JobRunner:
+        runner: JobRunner = request.app.state.runner
+        return runner
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html")
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/api/videos")
+    async def videos() -> list[dict[str, Any]]:
+        """The videos under the roots, each with its memory (if built) and shipped questions."""
+        listed = []
+        for video in roots.videos():
+            memory = default_memory_dir(roots, video)
+            built = (memory / "memory.json").is_file()
+            listed.append(
+                {
+                    "path": roots.relative(video),
+                    "name": video.name,
+                    "size": video.stat().st_size,
+                    "memory": roots.relative(memory) if built else None,
+                    "questions": _shipped_questions(video.parent / QUESTIONS_FILE, video.name),
+                }
+            )
+        return listed
+
+    @app.get("/api/memories")
+    async def memories() -> list[dict[str, Any]]:
+        return [{"path": roots.relative(path), "name": path.name} for path in roots.memories()]
+
+    @app.get("/api/memory")
+    async def memory(path: str = Query(description="a stored memory under the roots")) -> Any:
+        """A memory's root, SuperEvents and MacroEvents (texts as stored, to show as text)."""
+        resolved = roots.resolve(path)
+        return await asyncio.to_thread(memory_outline, resolved)
+
+    @app.get("/api/media")
+    async def media(path: str = Query(description="a video under the roots")) -> FileResponse:
+        """The video itself, with HTTP range requests (so a player can seek)."""
+        resolved = roots.resolve(path)
+        if not resolved.is_file() or resolved.suffix.lower() not in VIDEO_SUFFIXES:
+            raise PathOutsideRootsError(f"path {path}: not a video file")
+        return FileResponse(resolved)
+
+    @app.post("/api/jobs", status_code=201)
+    async def create_job(request: Request, body: Annotated[JobRequest, Body()]) -> Job:
+        """Start a build or a question; an identical question about an unchanged memory is
+        answered from the earlier job."""
+        runner = runner_of(request)
+        if isinstance(body, BuildRequest):
+            video = roots.resolve(body.video)
+            out = (
+                roots.resolve(body.out, must_exist=False)
+                if body.out
+                else default_memory_dir(roots, video)
+            )
+            subtitles = str(roots.resolve(body.subtitles)) if body.subtitles else None
+            return runner.submit(
+                "build", {"video": str(video), "out": str(out), "subtitles": subtitles}
+            )
+        validate_question(body.question, body.options)
+        memory_dir = roots.resolve(body.memory)
+        inputs = {
+            "memory": str(memory_dir),
+            "video": str(roots.resolve(body.video)) if body.video else None,
+            "question": body.question,
+            "options": body.options,
+            "memory_stamp": _stamp(memory_dir),
+        }
+        earlier = runner.answered(inputs)
+        return earlier if earlier is not None else runner.submit("ask", inputs)
+
+    @app.get("/api/jobs")
+    async def jobs(request: Request) -> list[Job]:
+        return runner_of(request).store.all()
+
+    @app.get("/api/jobs/{job_id}")
+    async def job(request: Request, job_id: str) -> Job:
+        return runner_of(request).store.get(job_id)
+
+    @app.post("/api/jobs/{job_id}/cancel")
+    async def cancel_job(request: Request, job_id: str) -> Job:
+        return runner_of(request).cancel(job_id)
+
+    @app.get("/api/jobs/{job_id}/events")
+    async def job_events(request: Request, job_id: str) -> StreamingResponse:
+        """Server-sent events: the job, its progress and each level as it finishes, its end."""
+        runner = runner_of(request)
+        runner.store.get(job_id)  # an unknown id is a 404 before the stream opens
+
+        async def stream() -> AsyncIterator[str]:
+            async for event in runner.follow(job_id):
+                yield f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
+
+        return StreamingResponse(
+            stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"}
+        )
+
+    @app.get("/api/jobs/{job_id}/trace")
+    async def trace_json(request: Request, job_id: str) -> FileResponse:
+        return FileResponse(_trace_file(request, job_id), media_type="application/json")
+
+    @app.get("/api/jobs/{job_id}/trace.html", response_class=HTMLResponse)
+    async def trace_html(request: Request, job_id: str) -> HTMLResponse:
+        """The trace page ``inspect TRACE --html`` writes, frames decoded from the video."""
+        from videotapestry.views.trace_html import trace_page
+
+        path = _trace_file(request, job_id)
+        video = runner_of(request).store.get(job_id).inputs.get("video")
+        page = await asyncio.to_thread(trace_page, path, video=video)
+        return HTMLResponse(page)
+
+    @app.get("/api/evals")
+    async def eval_runs() -> list[dict[str, Any]]:
+        """The eval run directories under the roots."""
+        return [{"path": roots.relative(path), "name": path.name} for path in roots.eval_runs()]
+
+    @app.get("/api/evals/report")
+    async def eval_report(path: str = Query(description="an eval run under the roots")) -> Any:
+        """A run's report (what ``eval-report`` writes): its figures and its markdown."""
+        from videotapestry.eval.report import build_report, render_markdown
+
+        report = await asyncio.to_thread(build_report, roots.resolve(path))
+        return {"report": report.to_dict(), "markdown": render_markdown(report)}
+
+    @app.get("/api/evals/compare")
+    async def eval_compare(
+        a: str = Query(description="the first run"), b: str = Query(description="the second")
+    ) -> Any:
+        """Two runs compared (what ``compare`` prints): the questions that flipped, McNemar."""
+        from videotapestry.eval.compare import compare_runs
+
+        comparison = await asyncio.to_thread(compare_runs, roots.resolve(a), roots.resolve(b))
+        return {"comparison": comparison.to_dict(), "text": comparison.render()}
+
+    return app
+
+
+def _trace_file(request: Request, job_id: str) -> Path:
+    job = request.app.state.runner.store.get(job_id)
+    path: Path = request.app.state.traces / f"{job.id}.json"
+    if job.kind != "ask" or not path.is_file():
+        raise UnknownJobError(f"job {job_id}: no trace (only a finished question has one)")
+    return path
+
+
+def _stamp(memory_dir: Path) -> float:
+    """When the memory last changed: a rebuilt memory is asked again, not answered from before."""
+    try:
+        return os.stat(memory_dir / "memory.json").st_mtime
+    except OSError:
+        return os.stat(memory_dir).st_mtime
+
+
+def _shipped_questions(path: Path, video_name: str) -> list[dict[str, Any]]:
+    """The questions of a ``questions.json`` beside the video that name it (or name none)."""
+    if not path.is_file():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict) or data.get("video", video_name) != video_name:
+        return []
+    return [
+        {"id": str(q.get("id", "")), "question": str(q["question"]), "options": list(q["options"])}
+        for q in data.get("questions", [])
+        if isinstance(q, dict) and "question" in q and isinstance(q.get("options"), list)
+    ]
+
+
+def _add_errors(app: FastAPI) -> None:
+    """Our errors as a 4xx with their message: outside the roots 403, unknown 404, else 400."""
+
+    @app.exception_handler(VideoTapestryError)
+    async def our_error(request: Request, exc: VideoTapestryError) -> JSONResponse:
+        status = 400
+        if isinstance(exc, PathOutsideRootsError):
+            status = 403
+        elif isinstance(exc, UnknownJobError):
+            status = 404
+        return JSONResponse({"detail": str(exc)}, status_code=status)
+
+
+def _add_token_check(app: FastAPI, token: str) -> None:
+    """Every request must carry the token: a bearer header, the UI's cookie, or ``?token=``
+    (the UI's first page load, which then keeps it in the cookie)."""
+
+    @app.middleware("http")
+    async def check_token(request: Request, call_next: Any) -> Any:
+        header = request.headers.get("authorization", "")
+        given = (
+            header.removeprefix("Bearer ").strip()
+            if header.startswith("Bearer ")
+            else request.cookies.get(TOKEN_COOKIE) or request.query_params.get("token") or ""
+        )
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return JSONResponse(
+                {"detail": "missing or wrong token (send Authorization: Bearer <token>)"},
+                status_code=401,
+            )
+        response = await call_next(request)
+        if request.query_params.get("token"):
+            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+        return response

@@ -1,0 +1,314 @@
+// The browser UI of `videotapestry serve`: plain DOM calls, no build step, nothing from outside.
+// Every text that comes from a memory, a model or a file name goes in as a text node
+// (textContent / createTextNode), never as HTML, so a memory holding markup shows it as text.
+"use strict";
+
+const state = { videos: [], memories: [], current: null, buildNotes: {} };
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "class") node.className = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(typeof child === "string" ? document.createTextNode(child) : child);
+  }
+  return node;
+}
+
+function clock(seconds) {
+  const s = Math.max(0, Math.floor(seconds));
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+  const mm = String(m).padStart(h ? 2 : 1, "0"), ss = String(r).padStart(2, "0");
+  return h ? `${h}:${mm}:${ss}` : `${mm}:${ss}`;
+}
+
+async function api(path, options) {
+  const response = await fetch(path, options);
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
+    throw new Error(`${response.status}: ${detail || response.statusText}`);
+  }
+  return body;
+}
+
+function showError(target, error) {
+  target.hidden = false;
+  target.textContent = String(error.message || error);
+}
+
+// -- library ------------------------------------------------------------------------------
+
+async function loadLibrary() {
+  const error = document.getElementById("library-error");
+  try {
+    [state.videos, state.memories] = await Promise.all([api("/api/videos"), api("/api/memories")]);
+    error.hidden = true;
+  } catch (e) {
+    showError(error, e);
+    return;
+  }
+  renderVideos();
+  renderMemories();
+  if (!state.current && state.videos.length) chooseVideo(state.videos[0]);
+}
+
+function renderVideos() {
+  const list = document.getElementById("videos");
+  list.replaceChildren();
+  for (const video of state.videos) {
+    const bar = el("progress", { max: "1", value: "0", hidden: "" });
+    const note = state.buildNotes[video.path] || (video.memory ? "memory built" : "no memory yet");
+    const status = el("span", { class: "state" }, note);
+    const build = el("button", { class: "plain build", type: "button",
+      onclick: () => startBuild(video, bar, status) }, video.memory ? "Rebuild" : "Build memory");
+    const open = el("button", { type: "button", class: "open", onclick: () => chooseVideo(video) },
+      "Open");
+    list.append(el("li", { dataset: { path: video.path } },
+      el("div", { class: "name" }, video.name), open, " ", build, status, bar));
+  }
+}
+
+function renderMemories() {
+  const list = document.getElementById("memories");
+  const select = document.getElementById("memory-select");
+  list.replaceChildren();
+  const chosen = select.value;
+  select.replaceChildren();
+  for (const memory of state.memories) {
+    list.append(el("li", { dataset: { path: memory.path } },
+      el("a", { class: "link memory", onclick: () => showOutline(memory.path) }, memory.path)));
+    select.append(el("option", { value: memory.path }, memory.path));
+  }
+  const wanted = (state.current && state.current.memory) || chosen;
+  if (wanted) select.value = wanted;
+}
+
+function chooseVideo(video) {
+  state.current = video;
+  document.getElementById("current-title").textContent = video.name;
+  const player = document.getElementById("player");
+  player.src = `/api/media?path=${encodeURIComponent(video.path)}`;
+  const shipped = document.getElementById("shipped");
+  shipped.replaceChildren(el("option", { value: "" }, "(type your own)"));
+  video.questions.forEach((q, index) => shipped.append(el("option", { value: String(index) },
+    q.id ? `${q.id}: ${q.question}` : q.question)));
+  if (video.memory) {
+    document.getElementById("memory-select").value = video.memory;
+    showOutline(video.memory);
+  }
+}
+
+document.getElementById("shipped").addEventListener("change", (event) => {
+  const q = state.current && state.current.questions[Number(event.target.value)];
+  if (!q || event.target.value === "") return;
+  document.getElementById("question").value = q.question;
+  document.getElementById("options").value = q.options.join("\n");
+});
+
+// -- builds -------------------------------------------------------------------------------
+
+async function startBuild(video, bar, status) {
+  bar.hidden = false;
+  bar.removeAttribute("value");
+  status.textContent = "starting";
+  try {
+    const job = await api("/api/jobs", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ kind: "build", video: video.path }) });
+    follow(job.id, {
+      progress: (event) => {
+        status.textContent = `${event.stage} ${Math.round(event.done)}/${event.total ?? "?"}`;
+        if (event.total) { bar.max = String(event.total); bar.value = String(event.done); }
+      },
+      end: async (finished) => {
+        bar.max = "1";
+        bar.value = finished.state === "done" ? "1" : "0";
+        status.textContent = finished.state === "done"
+          ? builtText(finished.result.report) : `${finished.state}: ${finished.error || ""}`;
+        state.buildNotes[video.path] = status.textContent;
+        const path = video.path;
+        await loadLibrary();
+        const now = state.videos.find((v) => v.path === path);
+        if (now) chooseVideo(now);
+        refreshJobs();
+      },
+    });
+  } catch (e) {
+    status.textContent = String(e.message || e);
+  }
+}
+
+// A partial build or a lost step is said where the build is shown, never passed over.
+function builtText(report) {
+  const parts = [`memory built (${report.status})`];
+  if ((report.failures || []).length) parts.push(`${report.failures.length} clips failed`);
+  for (const d of report.degradations || []) parts.push(`degraded: ${d.what || ""} ${d.why || ""}`.trim());
+  return parts.join("; ");
+}
+
+// -- questions ----------------------------------------------------------------------------
+
+document.getElementById("ask-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const stateLine = document.getElementById("ask-state");
+  const options = document.getElementById("options").value.split("\n").map((s) => s.trim()).filter(Boolean);
+  const body = {
+    kind: "ask",
+    memory: document.getElementById("memory-select").value,
+    video: state.current ? state.current.path : null,
+    question: document.getElementById("question").value,
+    options,
+  };
+  resetResult();
+  stateLine.textContent = "asking";
+  try {
+    const job = await api("/api/jobs", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body) });
+    follow(job.id, {
+      level: (e) => addLevel(e),
+      end: (finished) => { stateLine.textContent = finished.state; showAnswer(finished); refreshJobs(); },
+    });
+  } catch (e) {
+    stateLine.textContent = String(e.message || e);
+  }
+});
+
+function resetResult() {
+  document.getElementById("result").hidden = false;
+  for (const id of ["timeline", "citations", "degraded"]) document.getElementById(id).replaceChildren();
+  document.getElementById("degraded").hidden = true;
+  document.getElementById("answer").textContent = "…";
+  document.getElementById("reasoning").textContent = "";
+}
+
+function addLevel(event) {
+  const parts = [`${event.level}`];
+  if (event.step === "done") {
+    parts.push(event.stop ? "stopped here" : `handed down ${(event.selected || []).join(", ") || "nothing"}`);
+  } else if (event.step) {
+    parts.push(event.step);
+  }
+  document.getElementById("timeline").append(el("li", { class: "level", dataset: { level: event.level } },
+    parts.join(": ")));
+}
+
+function showAnswer(job) {
+  const answer = document.getElementById("answer");
+  if (job.state !== "done") {
+    answer.textContent = `${job.state}: ${job.error || ""}`;
+    return;
+  }
+  const r = job.result;
+  const timeline = document.getElementById("timeline");
+  if (!timeline.children.length) {  // answered before: no live events, the levels it visited
+    for (const level of r.levels_visited) addLevel({ level, step: "visited (answered earlier)" });
+  }
+  const chosen = r.options.find((o) => o.trim().startsWith(`${r.answer}.`));
+  answer.textContent = r.options.length ? (chosen || r.answer) : (r.answer_text || "(no answer)");
+  answer.dataset.letter = r.answer || "";
+  document.getElementById("reasoning").textContent = r.reasoning || "";
+  const degraded = document.getElementById("degraded");
+  for (const line of r.degraded_text || []) degraded.append(el("li", {}, `degraded: ${line}`));
+  degraded.hidden = !(r.degraded_text || []).length;
+  const citations = document.getElementById("citations");
+  if (!r.citations.length) citations.append(el("li", { class: "muted" }, "the answer cites nothing"));
+  for (const citation of r.citations) {
+    const buttons = citation.sources.map((source) => el("button", {
+      type: "button", class: "plain cite", dataset: { seek: String(source.seek_s), id: source.id },
+      title: source.text || source.id, onclick: () => seek(source.seek_s),
+    }, clock(source.seek_s)));
+    citations.append(el("li", {}, ...buttons, citation.claim));
+  }
+  document.getElementById("trace-page").href = `/api/jobs/${job.id}/trace.html`;
+  document.getElementById("trace-json").href = `/api/jobs/${job.id}/trace`;
+}
+
+function seek(seconds) {
+  const player = document.getElementById("player");
+  const go = () => { player.currentTime = seconds; };
+  if (player.readyState >= 1) go();
+  else player.addEventListener("loadedmetadata", go, { once: true });
+}
+
+// -- the memory outline -------------------------------------------------------------------
+
+async function showOutline(path) {
+  const target = document.getElementById("outline");
+  try {
+    const outline = await api(`/api/memory?path=${encodeURIComponent(path)}`);
+    const supers = outline.super_events.map((s) => el("div", { class: "outline-super" },
+      el("div", { class: "label" }, el("span", { class: "time" }, clock(s.start_s)), s.label),
+      el("div", { class: "description" }, s.description),
+      ...s.macro_events.map((m) => el("div", { class: "outline-macro" },
+        el("a", { class: "link time", onclick: () => seek(m.start_s) }, clock(m.start_s)),
+        `${m.label}: ${m.summary}`))));
+    target.replaceChildren(
+      el("p", { class: "name" }, outline.title || path),
+      el("p", { class: "root-description" }, outline.description), ...supers);
+  } catch (e) {
+    target.replaceChildren(el("p", { class: "error" }, String(e.message || e)));
+  }
+}
+
+// -- jobs ---------------------------------------------------------------------------------
+
+function follow(jobId, handlers) {
+  const source = new EventSource(`/api/jobs/${jobId}/events`);
+  for (const type of ["progress", "level", "state"]) {
+    source.addEventListener(type, (e) => handlers[type] && handlers[type](JSON.parse(e.data)));
+  }
+  source.addEventListener("end", (e) => {
+    source.close();
+    handlers.end && handlers.end(JSON.parse(e.data).job);
+  });
+  source.onerror = () => { source.close(); };
+}
+
+async function refreshJobs() {
+  const list = document.getElementById("jobs");
+  let jobs = [];
+  try { jobs = await api("/api/jobs"); } catch (e) { return; }
+  list.replaceChildren(...jobs.slice(0, 20).map((job) => {
+    const what = job.kind === "ask" ? job.inputs.question : job.inputs.video;
+    return el("li", { dataset: { state: job.state } },
+      el("span", { class: "time" }, new Date(job.created_at * 1000).toLocaleTimeString()),
+      `${job.kind} · ${job.state} · `, what || "", job.error ? ` · ${job.error}` : "");
+  }));
+}
+
+// -- eval runs ----------------------------------------------------------------------------
+
+async function loadEvals() {
+  let runs = [];
+  try { runs = await api("/api/evals"); } catch (e) { return; }
+  const list = document.getElementById("evals");
+  const view = document.getElementById("eval-view");
+  list.replaceChildren(...runs.map((run) => el("li", { dataset: { path: run.path } },
+    el("a", { class: "link", onclick: async () => {
+      try { view.textContent = (await api(`/api/evals/report?path=${encodeURIComponent(run.path)}`)).markdown; }
+      catch (e) { view.textContent = String(e.message || e); }
+    } }, run.path))));
+  for (const id of ["compare-a", "compare-b"]) {
+    document.getElementById(id).replaceChildren(...runs.map((run) => el("option", { value: run.path }, run.path)));
+  }
+  if (runs.length > 1) document.getElementById("compare-b").selectedIndex = 1;
+}
+
+document.getElementById("compare").addEventListener("click", async () => {
+  const a = document.getElementById("compare-a").value, b = document.getElementById("compare-b").value;
+  const view = document.getElementById("eval-view");
+  if (!a || !b) { view.textContent = "no eval runs under the roots"; return; }
+  try {
+    const answer = await api(`/api/evals/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`);
+    view.textContent = answer.text;
+  } catch (e) { view.textContent = String(e.message || e); }
+});
+
+loadLibrary();
+loadEvals();
+refreshJobs();
