@@ -289,11 +289,47 @@ async def run_level(
     is_global: bool,
     always_observe: bool,
 ) -> LevelOutcome:
-    """One level agent's turn over its candidates' ``memories``.
+    """One level agent's turn over its candidates' ``memories``: ``refine_level``, then
+    ``decide_level``.
 
     ``always_observe`` makes the level look even when its plan does not ask to (the Skim
     agent on a question that is not global).
     """
+    refined = await refine_level(
+        ctx,
+        level,
+        question,
+        candidates,
+        memories,
+        instruction_in=instruction_in,
+        always_observe=always_observe,
+    )
+    return await decide_level(
+        ctx, refined.outcome, question, is_global=is_global, fallback_ids=refined.fallback_ids
+    )
+
+
+@dataclass(frozen=True)
+class RefinedLevel:
+    """A level planned, observed and rewritten, not yet decided: its outcome (no selection,
+    no stop flag yet) and the ids its decision falls back to (those the observation windows
+    overlap most, else every candidate)."""
+
+    outcome: LevelOutcome
+    fallback_ids: list[str]
+
+
+async def refine_level(
+    ctx: RunContext,
+    level: Level,
+    question: QuestionInput,
+    candidates: list[str],
+    memories: LevelMemories,
+    *,
+    instruction_in: str | None,
+    always_observe: bool,
+) -> RefinedLevel:
+    """Plan, observe and rewrite (Algorithm 2, lines 1-15) over the candidates' ``memories``."""
     config = ctx.config
     agent = AGENT_NAMES[level]
     budget = LevelBudget(config.agents.level_limits)
@@ -380,25 +416,8 @@ async def run_level(
                 for node_id in rewrites.texts
             }
 
-    ctx.report(level=level, step="decide", agent=agent)
     fallback = rank_by_overlap(_spans(memories), windows) if windows else []
-    decision = await decide(
-        ctx,
-        level=level,
-        agent=agent,
-        question=question,
-        instruction_in=instruction_in,
-        memories=memories_text(ctx, refined),
-        trajectory="\n".join(
-            f"visual observation: {o.result}" if o.succeeded else f"observation failed: {o.error}"
-            for o in observations
-        ),
-        is_global=is_global,
-        current_ids=candidates,
-        fallback_ids=fallback or list(candidates),
-        log=log,
-    )
-    return LevelOutcome(
+    outcome = LevelOutcome(
         level=level,
         agent=agent,
         candidate_ids=list(candidates),
@@ -408,16 +427,55 @@ async def run_level(
         refined=refined,
         static=static,
         evidence_ids=[i for i in candidates if refined[i] != static[i]],
-        selected_ids=list(decision.selected_ids),
-        instruction_out=decision.instruction,
-        template_type=decision.template_type,
-        stop=decision.stop,
-        reason=decision.reason,
         evidence_selection=memories.selection,
         calls=LevelCalls(observations=budget.observations, updates=budget.updates),
         notes=log.notes,
         degraded=log.degraded,
         sources=sources,
+    )
+    return RefinedLevel(outcome, fallback or list(candidates))
+
+
+async def decide_level(
+    ctx: RunContext,
+    outcome: LevelOutcome,
+    question: QuestionInput,
+    *,
+    is_global: bool,
+    fallback_ids: Sequence[str],
+) -> LevelOutcome:
+    """The level's one decision over what ``refine_level`` left (Algorithm 2, lines 16-18):
+    ``outcome`` with its selection, instruction, stop flag and reason, and the decision's
+    notes and degradations after the level's own."""
+    level = outcome.level
+    log = LevelLog(level)
+    ctx.report(level=level, step="decide", agent=outcome.agent)
+    decision = await decide(
+        ctx,
+        level=level,
+        agent=outcome.agent,
+        question=question,
+        instruction_in=outcome.instruction_in,
+        memories=memories_text(ctx, outcome.refined),
+        trajectory="\n".join(
+            f"visual observation: {o.result}" if o.succeeded else f"observation failed: {o.error}"
+            for o in outcome.observations
+        ),
+        is_global=is_global,
+        current_ids=outcome.candidate_ids,
+        fallback_ids=fallback_ids,
+        log=log,
+    )
+    return outcome.model_copy(
+        update={
+            "selected_ids": list(decision.selected_ids),
+            "instruction_out": decision.instruction,
+            "template_type": decision.template_type,
+            "stop": decision.stop,
+            "reason": decision.reason,
+            "notes": [*outcome.notes, *log.notes],
+            "degraded": [*outcome.degraded, *log.degraded],
+        }
     )
 
 
