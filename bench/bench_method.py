@@ -22,7 +22,8 @@ runs, and the scripted model on the fake OpenAI-compatible server.
    refined_super_only and refined_paths_only are answered from the full variant's exploration
    (``VideoTapestry.areanswer``): one Answer call each, as in the paper's Appendix C.
 
-    python bench/bench_method.py [--questions 3] [--gop 250] [--repeats 1]
+    python bench/bench_method.py [--questions 3] [--gop 250] [--repeats 1] [--skip-overhead]
+        [--skip-variants]
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from videotapestry.testing.memories import synthetic_memory
 from videotapestry.testing.scripted import ScriptedModel
 from videotapestry.video import FrameCache
 
+REANSWERED = "  (reanswer: Answer call only)"
 CACHE = Path(__file__).resolve().parent / ".cache" / "method"
 OPTIONS = ["A. the red umbrella", "B. the score card", "C. the laptop", "D. the trophy"]
 QUESTIONS = [
@@ -241,6 +243,9 @@ def main() -> None:
     parser.add_argument(
         "--skip-overhead", action="store_true", help="skip part 1 (zero-latency overhead)"
     )
+    parser.add_argument(
+        "--skip-variants", action="store_true", help="skip part 3 (per-variant usage)"
+    )
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "bench")
     memory_dir, video, subs = inputs(args.gop)
@@ -303,32 +308,33 @@ def main() -> None:
         print(f"   mean ratio, prefetch {'on' if prefetch else 'off'}, {cache_state} frames: "
               f"{statistics.mean(values):.3f} over {len(values)} (goal <= 1.08)")  # fmt: skip
 
-    with FakeOpenAIServer() as server:
-        server.on(None, ScriptedModel())
-        print("3. per question, by variant")
-        print(f"   {'variant':<20}{'calls':>6}{'critical':>9}{'images':>8}{'prompt tok':>12}"
-              f"{'compl tok':>11}{'memory tok':>12}  levels")  # fmt: skip
-        explored = None
-        for variant in VARIANTS:
-            vt = make_vt(server, embedder, variant)
+    if not args.skip_variants:
+        with FakeOpenAIServer() as server:
+            server.on(None, ScriptedModel())
+            print("3. per question, by variant")
+            print(f"   {'variant':<20}{'calls':>6}{'critical':>9}{'images':>8}{'prompt tok':>12}"
+                  f"{'compl tok':>11}{'memory tok':>12}  levels")  # fmt: skip
+            explored = None
+            for variant in VARIANTS:
+                vt = make_vt(server, embedder, variant)
 
-            async def one(vt: VideoTapestry = vt, variant: str = variant, full=explored):
-                try:
-                    if variant.startswith("refined_") and full is not None:
-                        return await vt.areanswer(full, variant)
-                    return await ask(vt, video, memory_dir, subs, QUESTIONS[2])
-                finally:
-                    await vt.aclose()
+                async def one(vt: VideoTapestry = vt, variant: str = variant, full=explored):
+                    try:
+                        if variant.startswith("refined_") and full is not None:
+                            return await vt.areanswer(full, variant)
+                        return await ask(vt, video, memory_dir, subs, QUESTIONS[2])
+                    finally:
+                        await vt.aclose()
 
-            r = asyncio.run(one())
-            if variant == "full":
-                explored = r
-            u = r.usage
-            print(f"   {variant:<20}{u.calls:>6}{critical_path_calls(r):>9}{u.images:>8}"
-                  f"{u.prompt_tokens:>12}"
-                  f"{u.completion_tokens:>11}{r.memory_tokens:>12}  "
-                  f"{'/'.join(r.levels_visited) or '-'}"
-                  f"{'  (reanswer: Answer call only)' if r.reassembled_from else ''}")  # fmt: skip
+                r = asyncio.run(one())
+                if variant == "full":
+                    explored = r
+                u = r.usage
+                print(f"   {variant:<20}{u.calls:>6}{critical_path_calls(r):>9}{u.images:>8}"
+                      f"{u.prompt_tokens:>12}"
+                      f"{u.completion_tokens:>11}{r.memory_tokens:>12}  "
+                      f"{'/'.join(r.levels_visited) or '-'}"
+                      f"{REANSWERED if r.reassembled_from else ''}")  # fmt: skip
 
 
 if __name__ == "__main__":
