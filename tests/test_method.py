@@ -381,7 +381,54 @@ def test_graph_streams_node_updates(server: FakeOpenAIServer, embedder, video: P
         assert {"level": "super", "step": "plan", "agent": "Overview Agent"} in custom
         return nodes
 
-    assert asyncio.run(run()) == ["overview", "skim", "focus", "assemble", "answer"]
+    nodes = asyncio.run(run())
+    assert nodes[:4] == ["overview", "skim", "focus", "assemble"]
+    # The Focus decision (it can only stop) is made in the same step as the answer.
+    assert sorted(nodes[4:]) == ["answer", "focus_decide"]
+
+
+def test_the_focus_decision_is_in_flight_with_the_answer_and_changes_nothing_it_reads(
+    server: FakeOpenAIServer, embedder, video: Path
+) -> None:
+    import threading
+
+    scripted = ScriptedModel()
+    answer_asked = threading.Event()
+
+    def final_answer(request):
+        answer_asked.set()
+        return scripted._final_answer(request)
+
+    def decision(request):
+        if request.headers.get("x-videotapestry-level") == "subgraph":
+            # Replies only once the Answer agent has asked: were the two calls made one
+            # after the other, this would wait out its timeout with the event unset.
+            assert answer_asked.wait(timeout=60)
+        return scripted._decision(request)
+
+    server.on(None, ScriptedModel(final_answer=final_answer, decision=decision))
+    result = ask(make_vt(server, embedder), video)
+    assert answer_asked.is_set()
+    assert result.answer == "B" and not result.degraded
+    assert result.levels_visited == ["super", "macro", "subgraph"]
+    focus = result.levels[2]
+    assert focus.stop and focus.selected_ids == [] and focus.reason == "The oven is here."
+    assert "stop forced at the Subgraph level" in focus.notes
+    assert result.handoff_trace.splitlines()[-1] == "Focus Agent: STOP"
+
+
+def test_a_completed_level_outcome_replaces_its_undecided_self_in_place() -> None:
+    from videotapestry.agents.state import LevelOutcome, merge_levels
+
+    def outcome(level: str, reason: str = "") -> LevelOutcome:
+        return LevelOutcome(level=level, agent="a", candidate_ids=[], reason=reason)  # type: ignore[arg-type]
+
+    levels = merge_levels([], [outcome("super"), outcome("macro")])
+    levels = merge_levels(levels, [outcome("subgraph")])
+    levels = merge_levels(levels, [outcome("subgraph", "decided")])
+    assert [(o.level, o.reason) for o in levels] == [
+        ("super", ""), ("macro", ""), ("subgraph", "decided")
+    ]  # fmt: skip
 
 
 def test_resumed_run_does_not_repeat_finished_levels(
@@ -417,9 +464,9 @@ def test_resumed_run_does_not_repeat_finished_levels(
     resumed = server.requests[len(before) :]
     # Only the Focus level and the answer run again: nothing of Overview or Skim repeats.
     assert {r.headers.get("x-videotapestry-level") for r in resumed} == {"subgraph", ""}
-    assert calls_by(resumed) == [
-        "level_planning", "visual_observation", "level_update", "decision", "final_answer"
-    ]  # fmt: skip
+    made = calls_by(resumed)
+    assert made[:3] == ["level_planning", "visual_observation", "level_update"]
+    assert sorted(made[3:]) == ["decision", "final_answer"]  # made together
     assert result.levels_visited == ["super", "macro", "subgraph"] and result.answer == "B"
 
 

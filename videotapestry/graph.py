@@ -2,10 +2,17 @@
 
     START → overview ─┬─ stop ───────────────┐
                       └→ skim ─┬─ stop ──────┤
-                               └→ focus ─────┴→ assemble → answer → END
+                               └→ focus ─────┴→ assemble ─┬→ answer ──────→ END
+                                                          └→ focus_decide → END (after focus)
 
     single controller (single_agent):  START → controller → assemble → answer → END
     no method (direct):                START → direct → END
+
+The Focus decision can only stop (the stop is forced at the Subgraph level and clears the
+selection and instruction), so nothing the Answer agent reads depends on it: ``focus``
+plans, observes and rewrites, and ``focus_decide`` makes the level's one decision while the
+Answer agent runs, one call fewer on the critical path; its outcome replaces the undecided
+one in ``levels``.
 
 Nodes are thin async functions of ``(state, runtime)``; the work is in ``videotapestry.agents``.
 The non-serializable run context (memory, video, model session) arrives as LangGraph's run
@@ -28,7 +35,7 @@ from langgraph.runtime import Runtime
 from videotapestry.agents.answer import run_answer_agent, run_direct_answer
 from videotapestry.agents.citations import citable
 from videotapestry.agents.context import RunContext
-from videotapestry.agents.focus import run_focus
+from videotapestry.agents.focus import decide_focus, refine_focus
 from videotapestry.agents.level_protocol import LevelAgent
 from videotapestry.agents.overview import run_overview
 from videotapestry.agents.rules import is_global_question
@@ -90,7 +97,7 @@ def _context(runtime: Runtime[RunContext]) -> RunContext:
     return ctx
 
 
-def _finish_level(ctx: RunContext, outcome: LevelOutcome) -> dict[str, Any]:
+def _finish_level(ctx: RunContext, outcome: LevelOutcome, *, report: bool = True) -> dict[str, Any]:
     if outcome.level == "super":
         children = [c for s in outcome.selected_ids for c in ctx.memory.child_ids(s)]
     else:
@@ -99,7 +106,8 @@ def _finish_level(ctx: RunContext, outcome: LevelOutcome) -> dict[str, Any]:
     entry = HandoffEntry(
         agent=outcome.agent, level=outcome.level, instruction=outcome.instruction_out, stop=stop
     )
-    ctx.report(level=outcome.level, step="done", stop=stop, selected=outcome.selected_ids)
+    if report:
+        ctx.report(level=outcome.level, step="done", stop=stop, selected=outcome.selected_ids)
     return {
         "levels": [outcome],
         "handoff": [entry],
@@ -124,7 +132,26 @@ async def skim_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, A
 
 
 async def focus_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    return await _level_node(run_focus, state, runtime)
+    """The Focus level up to its decision, which ``focus_decide`` makes (it can only stop)."""
+    ctx = _context(runtime)
+    outcome = await refine_focus(
+        ctx,
+        state["question"],
+        list(state.get("candidates", [])),
+        instruction_in=state.get("instruction"),
+    )
+    stopped = outcome.model_copy(update={"stop": True})
+    return _finish_level(ctx, stopped, report=False)
+
+
+async def focus_decide_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = _context(runtime)
+    [outcome] = [o for o in state.get("levels", []) if o.level == "subgraph"]
+    decided = await decide_focus(
+        ctx, state["question"], outcome, is_global=bool(state.get("is_global"))
+    )
+    ctx.report(level="subgraph", step="done", stop=True, selected=decided.selected_ids)
+    return {"levels": [decided]}
 
 
 async def _level_node(
@@ -198,6 +225,12 @@ async def direct_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str,
     return {"answer": answer}
 
 
+def _answer(state: QAState) -> list[str]:
+    """The Answer agent, and the Focus decision beside it when the Focus level ran."""
+    focused = any(o.level == "subgraph" for o in state.get("levels", []))
+    return ["answer", "focus_decide"] if focused else ["answer"]
+
+
 def _after(next_level: str) -> Callable[[QAState], str]:
     def route(state: QAState) -> str:
         return "assemble" if state.get("stopped") or not state.get("candidates") else next_level
@@ -233,12 +266,14 @@ def build_graph(
     graph.add_node("overview", overview_node)
     graph.add_node("skim", skim_node)
     graph.add_node("focus", focus_node)
+    graph.add_node("focus_decide", focus_decide_node)
     graph.add_node("assemble", assemble_node)
     graph.add_node("answer", answer_node)
     graph.add_edge(START, "overview")
     graph.add_conditional_edges("overview", _after("skim"), ["skim", "assemble"])
     graph.add_conditional_edges("skim", _after("focus"), ["focus", "assemble"])
     graph.add_edge("focus", "assemble")
-    graph.add_edge("assemble", "answer")
+    graph.add_conditional_edges("assemble", _answer, ["answer", "focus_decide"])
     graph.add_edge("answer", END)
+    graph.add_edge("focus_decide", END)
     return graph.compile(checkpointer=checkpointer, **compile_options)

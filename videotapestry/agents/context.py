@@ -23,7 +23,7 @@ from videotapestry.memory import MemoryLocator, VideoMemory
 from videotapestry.prompts import PromptRegistry
 from videotapestry.retrieval import PackedClips
 from videotapestry.variants import Variant, variant_named
-from videotapestry.video import VideoReader
+from videotapestry.video import FrameCache, VideoReader
 
 _log = logging.getLogger(__name__)
 
@@ -67,6 +67,13 @@ class RunContext:
     @property
     def decoders(self) -> list[VideoReader]:
         return [self.video, *self.extra_decoders] if self.video is not None else []
+
+    @property
+    def frame_cache(self) -> FrameCache | None:
+        """The decoded frames the readers share; None when each frame is decoded when asked
+        (``video.frame_cache_mb: 0``, or a reader of a backend of its own)."""
+        cache = getattr(self.video, "frame_cache", None)
+        return cache if isinstance(cache, FrameCache) and cache.max_bytes > 0 else None
 
     def close_video(self) -> None:
         if not self.owns_video:

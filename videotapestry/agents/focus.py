@@ -6,14 +6,20 @@ order (``agents.focus.evidence: selected_clips``), or the whole local subgraph i
 in the paper (``whole_subgraphs``). The planned frame ranges are intersected with the
 MacroEvents' intervals, as in the paper (``agents.focus.frame_windows: candidates``), or with
 the chosen clips' windows (``selected_clips``). From there it follows the level protocol
-(``level_protocol.run_level``) like the Skim agent; its decision always stops, as the
-Subgraph is the last level.
+like the Skim agent, in two steps (``refine_focus``: plan, observe, rewrite; then
+``decide_focus``): its decision always stops, as the Subgraph is the last level, so the
+graph makes it alongside the Answer agent.
 """
 
 from __future__ import annotations
 
 from videotapestry.agents.context import RunContext
-from videotapestry.agents.level_protocol import LevelMemories, macro_event, run_level
+from videotapestry.agents.level_protocol import (
+    LevelMemories,
+    decide_level,
+    macro_event,
+    refine_level,
+)
 from videotapestry.agents.state import LevelOutcome, QuestionInput
 from videotapestry.memory.prompt_text import node_line, relation_line
 from videotapestry.retrieval import focus_query_text, select_focus_evidence
@@ -73,21 +79,32 @@ def focus_memories(
     return LevelMemories(texts, intervals, selection)
 
 
-async def run_focus(
-    ctx: RunContext,
-    question: QuestionInput,
-    candidates: list[str],
-    *,
-    instruction_in: str | None,
-    is_global: bool,
+async def refine_focus(
+    ctx: RunContext, question: QuestionInput, candidates: list[str], *, instruction_in: str | None
 ) -> LevelOutcome:
-    return await run_level(
+    """The Focus level planned, observed and rewritten, its decision still to come.
+
+    Everything the Answer agent reads from this level is here: its decision can only stop
+    (the Subgraph is the last level, so the stop is forced and the selection and
+    instruction are cleared), which is why the graph runs it alongside the Answer agent.
+    """
+    refined = await refine_level(
         ctx,
         "subgraph",
         question,
         candidates,
         focus_memories(ctx, candidates, question, instruction_in),
         instruction_in=instruction_in,
-        is_global=is_global,
         always_observe=False,
+    )
+    return refined.outcome
+
+
+async def decide_focus(
+    ctx: RunContext, question: QuestionInput, outcome: LevelOutcome, *, is_global: bool
+) -> LevelOutcome:
+    """The Focus decision over ``refine_focus``'s outcome; it always stops, so its fallback
+    selection is never used and every candidate stands in for it."""
+    return await decide_level(
+        ctx, outcome, question, is_global=is_global, fallback_ids=outcome.candidate_ids
     )

@@ -21,9 +21,10 @@ caught here and stop the question.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol, TypedDict, TypeVar
 
 from pydantic import BaseModel
@@ -31,6 +32,7 @@ from pydantic import BaseModel
 from videotapestry.agents.citations import node_sources, observation_refs
 from videotapestry.agents.context import LevelBudget, RunContext
 from videotapestry.agents.options import strip_option_steering
+from videotapestry.agents.prefetch import FramePrefetch, prefetching
 from videotapestry.agents.rules import (
     ValidatedDecision,
     rank_by_overlap,
@@ -48,9 +50,9 @@ from videotapestry.agents.state import (
     Observation,
     QuestionInput,
 )
-from videotapestry.agents.tools import level_frame_settings, observe_frames
+from videotapestry.agents.tools import level_frame_indices, level_frame_settings, observe_frames
 from videotapestry.contracts.method import Decision, LevelPlan, LevelUpdate, NodeRewrite
-from videotapestry.errors import MemoryNodeNotFoundError, ModelCallError
+from videotapestry.errors import MemoryNodeNotFoundError, ModelCallError, VideoError
 from videotapestry.memory import VideoMemory
 from videotapestry.memory.prompt_text import clock_range, serialize_root
 from videotapestry.memory.types import MacroEvent, TimeRange
@@ -287,11 +289,47 @@ async def run_level(
     is_global: bool,
     always_observe: bool,
 ) -> LevelOutcome:
-    """One level agent's turn over its candidates' ``memories``.
+    """One level agent's turn over its candidates' ``memories``: ``refine_level``, then
+    ``decide_level``.
 
     ``always_observe`` makes the level look even when its plan does not ask to (the Skim
     agent on a question that is not global).
     """
+    refined = await refine_level(
+        ctx,
+        level,
+        question,
+        candidates,
+        memories,
+        instruction_in=instruction_in,
+        always_observe=always_observe,
+    )
+    return await decide_level(
+        ctx, refined.outcome, question, is_global=is_global, fallback_ids=refined.fallback_ids
+    )
+
+
+@dataclass(frozen=True)
+class RefinedLevel:
+    """A level planned, observed and rewritten, not yet decided: its outcome (no selection,
+    no stop flag yet) and the ids its decision falls back to (those the observation windows
+    overlap most, else every candidate)."""
+
+    outcome: LevelOutcome
+    fallback_ids: list[str]
+
+
+async def refine_level(
+    ctx: RunContext,
+    level: Level,
+    question: QuestionInput,
+    candidates: list[str],
+    memories: LevelMemories,
+    *,
+    instruction_in: str | None,
+    always_observe: bool,
+) -> RefinedLevel:
+    """Plan, observe and rewrite (Algorithm 2, lines 1-15) over the candidates' ``memories``."""
     config = ctx.config
     agent = AGENT_NAMES[level]
     budget = LevelBudget(config.agents.level_limits)
@@ -301,37 +339,47 @@ async def run_level(
 
     observations: list[Observation] = []
     plan = LevelPlan()
-    if ctx.updates_enabled or ctx.visual_enabled:
-        plan, _ = await call_or_fallback(
-            ctx,
-            PLANNING_ROLES[level],
-            "level_planning",
-            LevelPlan,
-            LevelPlan(observation_needed=True, update_memory_ids=list(candidates)),
-            level=level,
-            log=log,
-            **level_variables(agent, level, question, instruction_in),
-            global_summary=serialize_root(ctx.memory).text,
-            memories=memories_text(ctx, static),
-            trajectory="",  # one batch per level: nothing precedes the plan
-            limits=config.agents.level_limits.model_dump(),
-            max_frames=level_frame_settings(config, level).max_frames,
-        )
-
     all_intervals = [span for spans in memories.intervals.values() for span in spans]
     windows: list[TimeWindow] = []
-    wants_look = plan.observation_needed or always_observe
-    if ctx.visual_enabled and wants_look and budget.spend("observation"):
-        windows = observation_windows(plan.time_ranges, all_intervals, duration_s=ctx.duration_s)
-        instruction = clean(plan.observation_instruction) or (
-            instruction_in or "Describe what is visible that bears on these events."
-        )
-        ctx.report(level=level, step="observe", tool="visual", windows=[list(w) for w in windows])
-        observation = await observe_frames(
-            ctx, windows, instruction, level=level, agent=agent, source_id="V1"
-        )
-        observations.append(observation)
-        log.lost_observation(observation)
+    ahead = _prefetch_plan(ctx, level, budget, all_intervals)
+    async with prefetching(ctx.decoders, ahead) as prefetch:
+        if ctx.updates_enabled or ctx.visual_enabled:
+            plan, _ = await call_or_fallback(
+                ctx,
+                PLANNING_ROLES[level],
+                "level_planning",
+                LevelPlan,
+                LevelPlan(observation_needed=True, update_memory_ids=list(candidates)),
+                level=level,
+                log=log,
+                **level_variables(agent, level, question, instruction_in),
+                global_summary=serialize_root(ctx.memory).text,
+                memories=memories_text(ctx, static),
+                trajectory="",  # one batch per level: nothing precedes the plan
+                limits=config.agents.level_limits.model_dump(),
+                max_frames=level_frame_settings(config, level).max_frames,
+            )
+
+        wants_look = plan.observation_needed or always_observe
+        if ctx.visual_enabled and wants_look and budget.spend("observation"):
+            windows = observation_windows(
+                plan.time_ranges, all_intervals, duration_s=ctx.duration_s
+            )
+            instruction = clean(plan.observation_instruction) or (
+                instruction_in or "Describe what is visible that bears on these events."
+            )
+            if prefetch is not None:
+                await _settle(prefetch, ctx, windows, level)
+            ctx.report(
+                level=level, step="observe", tool="visual", windows=[list(w) for w in windows]
+            )
+            observation = await observe_frames(
+                ctx, windows, instruction, level=level, agent=agent, source_id="V1"
+            )
+            observations.append(observation)
+            log.lost_observation(observation)
+    if prefetch is not None:
+        ctx.session.trace.note("frames_prefetched", level=level, **asdict(prefetch.report()))
 
     refined = dict(static)
     sources: dict[str, list[EvidenceRef]] = {}
@@ -368,25 +416,8 @@ async def run_level(
                 for node_id in rewrites.texts
             }
 
-    ctx.report(level=level, step="decide", agent=agent)
     fallback = rank_by_overlap(_spans(memories), windows) if windows else []
-    decision = await decide(
-        ctx,
-        level=level,
-        agent=agent,
-        question=question,
-        instruction_in=instruction_in,
-        memories=memories_text(ctx, refined),
-        trajectory="\n".join(
-            f"visual observation: {o.result}" if o.succeeded else f"observation failed: {o.error}"
-            for o in observations
-        ),
-        is_global=is_global,
-        current_ids=candidates,
-        fallback_ids=fallback or list(candidates),
-        log=log,
-    )
-    return LevelOutcome(
+    outcome = LevelOutcome(
         level=level,
         agent=agent,
         candidate_ids=list(candidates),
@@ -396,16 +427,55 @@ async def run_level(
         refined=refined,
         static=static,
         evidence_ids=[i for i in candidates if refined[i] != static[i]],
-        selected_ids=list(decision.selected_ids),
-        instruction_out=decision.instruction,
-        template_type=decision.template_type,
-        stop=decision.stop,
-        reason=decision.reason,
         evidence_selection=memories.selection,
         calls=LevelCalls(observations=budget.observations, updates=budget.updates),
         notes=log.notes,
         degraded=log.degraded,
         sources=sources,
+    )
+    return RefinedLevel(outcome, fallback or list(candidates))
+
+
+async def decide_level(
+    ctx: RunContext,
+    outcome: LevelOutcome,
+    question: QuestionInput,
+    *,
+    is_global: bool,
+    fallback_ids: Sequence[str],
+) -> LevelOutcome:
+    """The level's one decision over what ``refine_level`` left (Algorithm 2, lines 16-18):
+    ``outcome`` with its selection, instruction, stop flag and reason, and the decision's
+    notes and degradations after the level's own."""
+    level = outcome.level
+    log = LevelLog(level)
+    ctx.report(level=level, step="decide", agent=outcome.agent)
+    decision = await decide(
+        ctx,
+        level=level,
+        agent=outcome.agent,
+        question=question,
+        instruction_in=outcome.instruction_in,
+        memories=memories_text(ctx, outcome.refined),
+        trajectory="\n".join(
+            f"visual observation: {o.result}" if o.succeeded else f"observation failed: {o.error}"
+            for o in outcome.observations
+        ),
+        is_global=is_global,
+        current_ids=outcome.candidate_ids,
+        fallback_ids=fallback_ids,
+        log=log,
+    )
+    return outcome.model_copy(
+        update={
+            "selected_ids": list(decision.selected_ids),
+            "instruction_out": decision.instruction,
+            "template_type": decision.template_type,
+            "stop": decision.stop,
+            "reason": decision.reason,
+            "notes": [*outcome.notes, *log.notes],
+            "degraded": [*outcome.degraded, *log.degraded],
+        }
     )
 
 
@@ -481,6 +551,36 @@ def rewritten_text(rewrite: NodeRewrite | None) -> str:
     if rewrite.is_relevant is False and text:
         return tiny_summary(text)
     return text
+
+
+def _prefetch_plan(
+    ctx: RunContext, level: Level, budget: LevelBudget, intervals: list[tuple[float, float]]
+) -> Callable[[], list[int]] | None:
+    """What the level's prefetch decodes while its plan is in flight: the frames of an
+    observation of the candidates' whole intervals (``agents.prefetch_frames``); None when the
+    level cannot look, or no frame cache would keep what it decodes."""
+    if not (
+        ctx.config.agents.prefetch_frames
+        and ctx.visual_enabled
+        and ctx.frame_cache is not None
+        and budget.allows("observation")
+    ):
+        return None
+    fallback = observation_windows([], intervals, duration_s=ctx.duration_s)
+    return (lambda: level_frame_indices(ctx, fallback, level)) if fallback else None
+
+
+async def _settle(
+    prefetch: FramePrefetch, ctx: RunContext, windows: Sequence[TimeWindow], level: Level
+) -> None:
+    """Narrow the prefetch to the frames the observation of ``windows`` reads and wait for
+    them; when those cannot even be planned, stop it (the observation says why)."""
+    try:
+        needed = await asyncio.to_thread(level_frame_indices, ctx, windows, level)
+    except VideoError:
+        await prefetch.cancel()
+        return
+    await prefetch.narrow(needed)
 
 
 def _spans(memories: LevelMemories) -> dict[str, tuple[float, float]]:

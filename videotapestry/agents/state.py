@@ -261,6 +261,19 @@ class AnswerOutcome(_Model):
     invalid_citations: list[str] = Field(default_factory=list)
 
 
+def merge_levels(left: list[LevelOutcome], right: list[LevelOutcome]) -> list[LevelOutcome]:
+    """The ``levels`` reducer: a level's outcome is added once and may later be replaced by
+    its completed self (the Focus decision, which runs alongside the Answer agent), in place."""
+    merged = list(left)
+    for outcome in right:
+        at = next((k for k, o in enumerate(merged) if o.level == outcome.level), None)
+        if at is None:
+            merged.append(outcome)
+        else:
+            merged[at] = outcome
+    return merged
+
+
 class QAState(TypedDict, total=False):
     """The LangGraph state of one question."""
 
@@ -268,7 +281,7 @@ class QAState(TypedDict, total=False):
     is_global: bool
     candidates: list[str]
     instruction: str | None
-    levels: Annotated[list[LevelOutcome], operator.add]
+    levels: Annotated[list[LevelOutcome], merge_levels]
     handoff: Annotated[list[HandoffEntry], operator.add]
     stopped: bool
     memory_text: str

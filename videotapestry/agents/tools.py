@@ -38,6 +38,16 @@ def level_frame_settings(config: Config, level: Level) -> LevelSettings:
     return config.agents.skim if level == "macro" else config.agents.focus
 
 
+def level_frame_indices(ctx: RunContext, windows: Sequence[TimeWindow], level: Level) -> list[int]:
+    """The frames a Skim or Focus observation of ``windows`` reads: the level's budget of
+    individual frames spread over them (what ``observe_frames`` decodes, and what the
+    level's prefetch decodes ahead of it)."""
+    video = ctx.require_video("the visual observation tool")
+    settings = level_frame_settings(ctx.config, level)
+    budget = individual_frame_budget(ctx.config.images, settings)
+    return window_indices(video, list(windows), budget)
+
+
 def _refs(images: Sequence[ImagePart]) -> list[ImageRef]:
     return [ImageRef(**image.reference()) for image in images]
 
@@ -76,9 +86,8 @@ async def observe_frames(
 ) -> Observation:
     """Up to 50 individual frames spread over ``windows`` (Skim and Focus)."""
     config = ctx.config
-    video = ctx.require_video("the visual observation tool")
+    ctx.require_video("the visual observation tool")
     settings = level_frame_settings(config, level)
-    budget = individual_frame_budget(config.images, settings)
     record = Observation(
         kind="visual",
         level=level,
@@ -88,7 +97,7 @@ async def observe_frames(
     )
 
     def frames_and_images() -> tuple[list[Frame], list[ImagePart]]:
-        frames = decode_indices(ctx.decoders, window_indices(video, list(windows), budget))
+        frames = decode_indices(ctx.decoders, level_frame_indices(ctx, windows, level))
         return frames, frame_images(frames, config.images, max_frames=settings.max_frames)
 
     return await _look(ctx, record, frames_and_images, agent=agent)

@@ -76,6 +76,14 @@ class AgentsConfig(StrictModel):
     direct: LevelSettings = LevelSettings()  # the Direct baseline's uniform frames
     single_agent: SingleAgentSettings = SingleAgentSettings()
     level_limits: LevelLimits = LevelLimits()
+    prefetch_frames: bool = Field(
+        True,
+        description="while a Skim or Focus planning call is in flight, decode into the frame "
+        "cache the frames an observation of the candidates' whole intervals reads (the "
+        "fallback windows of Algorithm 2), and once the plan is known only those it reads; "
+        "changes when frames are decoded, never which are shown (nothing to gain when "
+        "video.frame_cache_mb is 0)",
+    )
     composite_macros: Literal["selected", "candidates"] = Field(
         "candidates",
         description="which refined MacroEvents the composite memory places under their "

@@ -383,6 +383,11 @@ class ModelSession:
         except ModelCallError as exc:
             self._account(request, None, started, error=exc)
             raise
+        except asyncio.CancelledError as exc:
+            # A call cancelled in flight (its question failed beside it) may still be billed:
+            # it is counted as a failed call, not dropped.
+            self._account(request, None, started, error=exc)
+            raise
         return response, self._account(request, response, started)
 
     def _account(
@@ -391,7 +396,7 @@ class ModelSession:
         response: ModelResponse | None,
         started: float,
         *,
-        error: Exception | None = None,
+        error: BaseException | None = None,
     ) -> TraceEvent:
         settings = request.settings
         if response is None:
