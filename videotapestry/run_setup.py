@@ -18,7 +18,7 @@ from videotapestry.agents.state import QuestionInput
 from videotapestry.asr import SubtitleSource, TranscriptSource, make_transcript_source
 from videotapestry.memory import VideoMemory, check_duration
 from videotapestry.memory_cache import MemoryCache
-from videotapestry.video import FrameCache, VideoReader, open_video, with_cache
+from videotapestry.video import FrameCache, FrameWorkers, VideoReader, open_video, with_cache
 
 if TYPE_CHECKING:
     from videotapestry.config import AsrConfig, Config, VideoConfig
@@ -41,11 +41,13 @@ def open_run_context(
     progress: ProgressCallback | None,
     readers: Sequence[VideoReader] = (),
     frames: FrameCache | None = None,
+    frame_workers: FrameWorkers | None = None,
 ) -> RunContext:
     """The context one question runs in; its decoders are the caller's to close
     (``RunContext.close_video``), and are closed here if setting up fails. ``readers``:
     decoders of ``video`` already open (a conversation's), used as they are and left open;
-    ``frames``: the decoded frames new decoders share."""
+    ``frames``: the decoded frames new decoders share; ``frame_workers``: the processes
+    observations decode in instead (they keep frames of their own)."""
     disabled = None
     owned = not readers
     decoders: list[VideoReader] = []
@@ -96,6 +98,7 @@ def open_run_context(
         session=service.session(),
         video=reader,
         extra_decoders=decoders[1:],
+        frame_workers=frame_workers,
         transcripts=transcripts,
         embedder=embedder,
         locator=loaded.locator,

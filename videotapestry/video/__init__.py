@@ -10,6 +10,13 @@ from videotapestry.video.encoding import (
     overview_images,
 )
 from videotapestry.video.frame_cache import FrameCache
+from videotapestry.video.frame_workers import (
+    FrameJob,
+    FrameWorkers,
+    RenderedFrames,
+    frame_workers_for,
+    render_frames,
+)
 from videotapestry.video.grids import FrameGrid, pack_grids
 from videotapestry.video.reader import (
     DecordReader,
@@ -40,10 +47,13 @@ __all__ = [
     "Frame",
     "FrameCache",
     "FrameGrid",
+    "FrameJob",
+    "FrameWorkers",
     "OpenCVReader",
     "PassFrame",
     "PyAVReader",
     "RateSampler",
+    "RenderedFrames",
     "SequentialPass",
     "TimeWindow",
     "VideoInfo",
@@ -55,6 +65,7 @@ __all__ = [
     "fingerprint",
     "format_timestamp",
     "frame_images",
+    "frame_workers_for",
     "individual_frame_budget",
     "observation_windows",
     "open_video",
@@ -62,6 +73,7 @@ __all__ = [
     "overview_images",
     "pack_grids",
     "probe",
+    "render_frames",
     "sample_uniform",
     "sample_windows",
     "uniform_indices",
