@@ -68,7 +68,7 @@ def test_a_video_error_in_a_worker_is_raised_as_itself(
         workers.render(job(video, windows=((5000.0, 5100.0),)))
     garbage = tmp_path / "garbage.mp4"
     garbage.write_bytes(b"\x00\x00\x00\x18ftypmp42" + os.urandom(4096))
-    with pytest.raises(VideoUnreadableError, match="garbage.mp4"):
+    with pytest.raises(VideoUnreadableError, match=r"garbage\.mp4"):
         workers.render(job(video, path=str(garbage)))
     with pytest.raises(VideoError, match="changed since"):
         workers.render(job(video, fingerprint="not-this-file"))

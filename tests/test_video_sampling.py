@@ -165,10 +165,7 @@ def test_reuse_takes_the_kept_frame_nearest_the_centre_within_its_band() -> None
     )
     assert snapped[:3] == [140, 370, 600]
     exact = plan_uniform_indices(0, 100, 10, fps=25, frame_count=2500)
-    assert (
-        plan_uniform_indices(0, 100, 10, fps=25, frame_count=2500, kept_near=kept_near)
-        == exact
-    )
+    assert plan_uniform_indices(0, 100, 10, fps=25, frame_count=2500, kept_near=kept_near) == exact
 
 
 @settings(max_examples=60, deadline=None)
