@@ -18,8 +18,15 @@ Figures:
   free runner is 7 / 6.25 = 1.12x the ideal; that bound is printed too;
 - the ratio (goal <= 1.2x), the peak RSS of the process (and how much the run added), the
   CPU time the run used, and how long the event loop was blocked (lag of a 50 ms ticker).
+  With ``video.decode_workers`` the workers' RSS is sampled by the ticker and added (the
+  process's own peak is printed too). Their CPU time is not counted: forkserver workers are
+  the fork server's children, not this process's, so the CPU figure is this process's own.
+
+``--compare KEY=VALUE`` runs the eval again with that override added (repeatable), against
+the same fake server in the same process, and prints the figures side by side as ratios.
 
     PYTHONPATH=. python bench/bench_eval.py [--questions 100] [--videos 10] [--concurrency 16]
+        [--video benchmark --compare video.decode_workers=2]
 """
 
 from __future__ import annotations
@@ -186,13 +193,28 @@ class GcPauses:
         gc.callbacks.remove(self)
 
 
-class LoopLag:
-    """A 50 ms ticker: how late it wakes is how long the loop was busy with other work."""
+def rss_mb(pid: int | str = "self") -> float:
+    """A process's current RSS (VmRSS), 0 when it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
-    def __init__(self) -> None:
+
+class LoopLag:
+    """A 50 ms ticker: how late it wakes is how long the loop was busy with other work.
+    Every tick also samples the RSS of the process plus its frame workers (``workers``)."""
+
+    def __init__(self, workers=None) -> None:
         self.lags: list[float] = []
         self.worst: list[tuple[float, float]] = []  # (lag, seconds since start)
         self._task: asyncio.Task | None = None
+        self._workers = workers
+        self.peak_total_mb = 0.0
+        self.peak_workers_mb = 0.0
 
     async def _tick(self) -> None:
         origin = time.perf_counter()
@@ -202,6 +224,9 @@ class LoopLag:
             lag = time.perf_counter() - started - 0.05
             self.lags.append(lag)
             self.worst = sorted([*self.worst, (lag, started - origin)], reverse=True)[:3]
+            workers = sum(rss_mb(pid) for pid in self._workers.pids()) if self._workers else 0.0
+            self.peak_workers_mb = max(self.peak_workers_mb, workers)
+            self.peak_total_mb = max(self.peak_total_mb, rss_mb() + workers)
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._tick())
@@ -226,7 +251,9 @@ def eval_overrides(base_url: str) -> list[str]:
     ]
 
 
-async def run_eval(args, base_url: str, annotations: Path, videos: Path, memories: Path, subs):
+async def run_eval(
+    args, overrides, base_url: str, annotations: Path, videos: Path, memories: Path, subs
+):
     from videotapestry.api import VideoTapestry
     from videotapestry.eval.datasets import load_benchmark
     from videotapestry.eval.run_writer import RunDirectory, new_run_info
@@ -235,7 +262,7 @@ async def run_eval(args, base_url: str, annotations: Path, videos: Path, memorie
     vt = VideoTapestry(
         overrides=[
             *eval_overrides(base_url),
-            *args.override,
+            *overrides,
         ]
     )
     vt.embedder.embed(["warm up"], query=True)  # the model load is not the runner's
@@ -257,7 +284,7 @@ async def run_eval(args, base_url: str, annotations: Path, videos: Path, memorie
         Inputs(videos=videos, memories=memories, subtitles=subs),
         RunnerOptions(concurrency=args.concurrency, freeze_loaded_objects=True),
     )
-    lag = LoopLag()
+    lag = LoopLag(vt.frame_workers)
     clear_peak()
     before_mb = peak_rss_mb()
     cpu_before = time.process_time()
@@ -290,6 +317,14 @@ def main() -> None:
     )
     parser.add_argument("--gop", type=int, default=100, help="keyframe interval (benchmark video)")
     parser.add_argument("-o", "--override", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run again with these overrides (space-separated) added, and print the runs "
+        "side by side",
+    )
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "bench")
     source = "light" if args.video == "none" else args.video
@@ -302,15 +337,34 @@ def main() -> None:
     server = context.Process(target=serve, args=(args.latency, ready, stop), daemon=True)
     server.start()
     base_url = ready.get(timeout=120)
+    settings = [("base", list(args.override))]
+    settings += [(extra, [*args.override, *extra.split()]) for extra in args.compare]
+    summary = []
     try:
-        outcome, wall, cpu, before_mb, peak_mb, lag, pauses, run = asyncio.run(
-            run_eval(args, base_url, annotations, videos, memories, subs)
-        )
+        for label, overrides in settings:
+            print(f"== {label}: {' '.join(overrides) or 'default config'}", flush=True)
+            figures = asyncio.run(
+                run_eval(args, overrides, base_url, annotations, videos, memories, subs)
+            )
+            summary.append((label, report(args, *figures)))
     finally:
         stop.set()
         requests = ready.get(timeout=30)
         server.join(timeout=10)
+    print(f"fake server requests, all runs: {requests}")
+    if len(summary) > 1:
+        base = summary[0][1]
+        print("side by side (ratio to base, same process, same server):")
+        for label, row in summary:
+            print(f"  {label:<32} wall/ideal {row['ratio']:.3f} "
+                  f"({row['ratio'] / base['ratio']:.2f}x), "
+                  f"max loop lag {row['lag_ms']:.0f} ms ({row['lag_ms'] / base['lag_ms']:.2f}x), "
+                  f"CPU per question (this process) {row['cpu_q']:.2f} s, peak RSS with workers "
+                  f"{row['rss_mb']:.0f} MB ({row['rss_mb'] / base['rss_mb']:.2f}x)")  # fmt: skip
 
+
+def report(args, outcome, wall, cpu, before_mb, peak_mb, lag, pauses, run) -> dict[str, float]:
+    """Print one run's figures; return the ones compared side by side."""
     records = list(outcome.records.values())
     answered = [r for r in records if r.status == "answered"]
     paths = [critical_path_calls(json.loads((run / r.trace).read_text())) for r in answered]
@@ -322,8 +376,8 @@ def main() -> None:
           f"video), concurrency {args.concurrency}, {args.latency:g} s per call")  # fmt: skip
     print(f"  answered {len(answered)}, right {sum(bool(r.correct) for r in answered)}, "
           f"failed {len(outcome.failed)}, degraded {len(outcome.degraded)}")  # fmt: skip
-    print(f"  model calls per question: mean {statistics.mean(calls):.1f} (server saw "
-          f"{requests}); critical path: mean {statistics.mean(paths):.2f}, "
+    print(f"  model calls per question: mean {statistics.mean(calls):.1f}; critical path: "
+          f"mean {statistics.mean(paths):.2f}, "
           f"min {min(paths)}, max {max(paths)}")  # fmt: skip
     print(
         f"  wall {wall:.1f} s; ideal {ideal:.1f} s (sum of critical-path calls x "
@@ -347,6 +401,15 @@ def main() -> None:
         for g, p in pauses.items()))  # fmt: skip
     print(f"  peak RSS {peak_mb:.0f} MB (before the run {before_mb:.0f} MB, with the "
           f"embedder loaded; the run added {peak_mb - before_mb:.0f} MB)")  # fmt: skip
+    total_mb = max(peak_mb, lag.peak_total_mb)
+    print(f"  peak RSS with the frame workers (sampled every tick) {total_mb:.0f} MB; the "
+          f"workers together at most {lag.peak_workers_mb:.0f} MB")  # fmt: skip
+    return {
+        "ratio": wall / ideal,
+        "lag_ms": 1000 * max(lags),
+        "cpu_q": cpu / len(records),
+        "rss_mb": total_mb,
+    }
 
 
 if __name__ == "__main__":

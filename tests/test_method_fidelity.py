@@ -556,16 +556,16 @@ def test_undecodable_frames_and_timeouts_are_recorded(
     import videotapestry.agents.tools as tools
     from videotapestry.errors import NoDecodableFramesError
 
-    real = tools.decode_indices
+    real = tools.render_frames
     calls = {"n": 0}
 
-    def flaky(decoders, indices):
+    def flaky(decoders, job):
         calls["n"] += 1
         if calls["n"] == 2:  # the Skim level's frames
             raise NoDecodableFramesError("frame 1234 cannot be decoded", path=str(video))
-        return real(decoders, indices)
+        return real(decoders, job)
 
-    monkeypatch.setattr(tools, "decode_indices", flaky)
+    monkeypatch.setattr(tools, "render_frames", flaky)
 
     def slow_focus_look(request):
         if request.headers.get("x-videotapestry-level") == "subgraph":

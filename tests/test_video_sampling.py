@@ -134,3 +134,82 @@ def test_zero_length_windows_share_evenly(count) -> None:
     assume(count >= 2)
     counts = allocate_frames([TimeWindow(5, 5), TimeWindow(9, 9)], count)
     assert abs(counts[0] - counts[1]) <= 1
+
+
+def test_reuse_takes_the_kept_frame_nearest_the_centre_within_its_band() -> None:
+    # 25 fps, 100 s, ten 10 s slots with centres at frames 125, 375, ...; kept frames near
+    # some centres. A 0.25 band is 2.5 s = 62.5 frames either side.
+    kept = {100, 140, 300, 600, 1000}
+
+    def kept_near(low: int, high: int, center: float) -> int | None:
+        inside = [i for i in kept if low <= i <= high]
+        return min(inside, key=lambda i: (abs(i - center), i)) if inside else None
+
+    plan = plan_uniform_indices(
+        0, 100, 10, fps=25, frame_count=2500, kept_near=kept_near, frame_reuse=0.25
+    )
+    # 140 is nearer 125 than 100; 300 is 75 frames from 375 (outside); 600 is 25 from 625;
+    # 1000 is exactly 1000 - 875 = 125 away (outside).
+    assert plan == [140, 375, 600, 875, *(125 + 250 * k for k in range(4, 10))]
+    # A kept frame comes before a keyframe in the band; 0 reuses nothing.
+    snapped = plan_uniform_indices(
+        0,
+        100,
+        10,
+        fps=25,
+        frame_count=2500,
+        keyframe_before=keyframes_before(np.arange(0, 2500, 250) + 120),
+        keyframe_snap=0.25,
+        kept_near=kept_near,
+        frame_reuse=0.25,
+    )
+    assert snapped[:3] == [140, 370, 600]
+    exact = plan_uniform_indices(0, 100, 10, fps=25, frame_count=2500)
+    assert plan_uniform_indices(0, 100, 10, fps=25, frame_count=2500, kept_near=kept_near) == exact
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    count=st.integers(1, 40),
+    reuse=st.floats(0.01, 0.5),
+    kept=st.sets(st.integers(0, 2499), max_size=200),
+)
+def test_reused_samples_stay_in_their_slots_and_distinct(
+    count: int, reuse: float, kept: set[int]
+) -> None:
+    ordered = sorted(kept)
+
+    def kept_near(low: int, high: int, center: float) -> int | None:
+        inside = [i for i in ordered if low <= i <= high]
+        return min(inside, key=lambda i: (abs(i - center), i)) if inside else None
+
+    plan = plan_uniform_indices(
+        0, 100, count, fps=25, frame_count=2500, kept_near=kept_near, frame_reuse=reuse
+    )
+    width = 100 / count
+    exact = plan_uniform_indices(0, 100, count, fps=25, frame_count=2500)
+    assume(len(exact) == count)
+    assert len(plan) == count and plan == sorted(set(plan))
+    for k, index in enumerate(plan):
+        center = (k + 0.5) * width
+        if index != exact[k]:
+            assert index in kept
+            assert center - reuse * width - 1e-6 <= index / 25 < center + reuse * width
+
+
+def test_the_cache_finds_kept_frames_by_position_and_forgets_evicted_ones() -> None:
+    from videotapestry.video import Frame, FrameCache
+
+    image = np.zeros((2, 2, 3), dtype=np.uint8)
+    cache = FrameCache(max_bytes=3 * image.nbytes)
+    for index in (10, 20, 30):
+        cache.put(("fp", None, index), Frame(index / 25, index, image))
+    assert cache.nearest(("fp", None), 0, 100, 24.0) == 20
+    assert cache.nearest(("fp", None), 0, 100, 15.0) == 10  # a tie goes to the earlier one
+    assert cache.nearest(("fp", None), 11, 19, 15.0) is None
+    assert cache.nearest(("fp", 160), 0, 100, 20.0) is None  # another decoded size
+    assert cache.nearest(("other", None), 0, 100, 20.0) is None
+    cache.put(("fp", None, 40), Frame(40 / 25, 40, image))  # evicts 10
+    assert cache.stats.evicted == 1 and len(cache) == 3
+    assert cache.nearest(("fp", None), 0, 15, 10.0) is None
+    assert cache.nearest(("fp", None), 0, 100, 0.0) == 20

@@ -51,7 +51,7 @@ from videotapestry.result import (
 )
 from videotapestry.run_setup import open_run_context
 from videotapestry.variants import REASSEMBLY_VARIANTS, variant_named
-from videotapestry.video import FrameCache, VideoReader
+from videotapestry.video import FrameCache, VideoReader, frame_workers_for
 from videotapestry.views.trace_html import result_fragment
 
 T = TypeVar("T")
@@ -97,6 +97,9 @@ class VideoTapestry:
         self._memories = MemoryCache(self.embedder, self.config.evidence, self.config.asr)
         #: Decoded frames every question of this facade (and its variants) can reuse.
         self.frames = FrameCache(self.config.video.frame_cache_mb * 2**20)
+        #: The processes that decode and encode observation frames (``video.decode_workers``;
+        #: None decodes in threads); started on the first frames, stopped by ``aclose``.
+        self.frame_workers = frame_workers_for(self.config.video)
 
     def for_variant(self, variant: str) -> VideoTapestry:
         """This instance under another variant (paper Table 3), sharing everything loaded.
@@ -112,6 +115,7 @@ class VideoTapestry:
         sibling.prompts = self.prompts
         sibling._memories = self._memories
         sibling.frames = self.frames
+        sibling.frame_workers = self.frame_workers
         return sibling
 
     # -- memory ----------------------------------------------------------------------------
@@ -414,6 +418,8 @@ class VideoTapestry:
 
     async def aclose(self) -> None:
         await self.service.aclose()
+        if self.frame_workers is not None:
+            await asyncio.to_thread(self.frame_workers.close)
 
     # -- building memories -----------------------------------------------------------------
 
@@ -498,6 +504,7 @@ class VideoTapestry:
             embedder=self.embedder,
             memories=self._memories,
             frames=self.frames,
+            frame_workers=self.frame_workers,
             no_video=no_video,
             progress=progress,
             readers=readers,

@@ -27,6 +27,7 @@ from videotapestry.memory import VideoMemory, check_duration
 from videotapestry.memory_cache import MemoryCache
 from videotapestry.video import (
     FrameCache,
+    FrameWorkers,
     ProxyLookup,
     ProxyReader,
     VideoInfo,
@@ -61,11 +62,13 @@ def open_run_context(
     progress: ProgressCallback | None,
     readers: Sequence[VideoReader] = (),
     frames: FrameCache | None = None,
+    frame_workers: FrameWorkers | None = None,
 ) -> RunContext:
     """The context one question runs in; its decoders are the caller's to close
     (``RunContext.close_video``), and are closed here if setting up fails. ``readers``:
     decoders of ``video`` already open (a conversation's), used as they are and left open;
-    ``frames``: the decoded frames new decoders share."""
+    ``frames``: the decoded frames new decoders share; ``frame_workers``: the processes
+    observations decode in instead (they keep frames of their own)."""
     disabled = None
     owned = not readers
     decoders: list[VideoReader] = []
@@ -118,6 +121,7 @@ def open_run_context(
         session=service.session(),
         video=reader,
         extra_decoders=decoders[1:],
+        frame_workers=frame_workers,
         transcripts=transcripts,
         embedder=embedder,
         locator=loaded.locator,

@@ -23,7 +23,7 @@ from videotapestry.memory import MemoryLocator, VideoMemory
 from videotapestry.prompts import PromptRegistry
 from videotapestry.retrieval import PackedClips
 from videotapestry.variants import Variant, variant_named
-from videotapestry.video import FrameCache, VideoReader
+from videotapestry.video import FrameCache, FrameWorkers, VideoReader
 
 _log = logging.getLogger(__name__)
 
@@ -39,6 +39,8 @@ class RunContext:
     video: VideoReader | None = None
     #: Extra readers on the same file, so one observation's frames decode in parallel.
     extra_decoders: list[VideoReader] = field(default_factory=list)
+    #: The facade's decoding processes (``video.decode_workers``); None decodes in a thread.
+    frame_workers: FrameWorkers | None = None
     transcripts: TranscriptSource | None = None
     embedder: Embedder | None = None
     locator: MemoryLocator | None = None

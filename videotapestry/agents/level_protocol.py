@@ -558,11 +558,13 @@ def _prefetch_plan(
 ) -> Callable[[], list[int]] | None:
     """What the level's prefetch decodes while its plan is in flight: the frames of an
     observation of the candidates' whole intervals (``agents.prefetch_frames``); None when the
-    level cannot look, or no frame cache would keep what it decodes."""
+    level cannot look, or no frame cache would keep what it decodes (frames rendered in
+    ``video.decode_workers`` processes use the workers' own caches)."""
     if not (
         ctx.config.agents.prefetch_frames
         and ctx.visual_enabled
         and ctx.frame_cache is not None
+        and ctx.frame_workers is None
         and budget.allows("observation")
     ):
         return None

@@ -9,26 +9,27 @@ require, and the trace says what went wrong.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 from videotapestry.agents.context import RunContext
 from videotapestry.agents.options import strip_option_steering
 from videotapestry.agents.rules import match_evidence_lines
 from videotapestry.agents.state import ImageRef, Level, Observation
 from videotapestry.asr import TranscriptLine, format_transcript
-from videotapestry.config import Config, LevelSettings
+from videotapestry.config import Config, ImagesConfig, LevelSettings, OverviewSettings
 from videotapestry.contracts.method import AsrObservation, VisualObservation
 from videotapestry.errors import ConfigError, ModelCallError, TranscriptionError, VideoError
 from videotapestry.images import ImagePart
 from videotapestry.video import (
-    Frame,
+    FrameJob,
+    ProxyReader,
+    RenderedFrames,
     TimeWindow,
-    decode_indices,
-    frame_images,
+    VideoReader,
     individual_frame_budget,
     overview_frame_budget,
-    overview_images,
-    uniform_indices,
+    render_frames,
     window_indices,
 )
 
@@ -58,7 +59,6 @@ async def observe_overview_grids(
     """Up to 120 frames from one continuous window, in 3x2 timestamp-labelled grids."""
     config = ctx.config
     video = ctx.require_video("the visual observation tool")
-    budget = overview_frame_budget(config.images, config.agents.overview)
     record = Observation(
         kind="visual",
         level="super",
@@ -66,13 +66,15 @@ async def observe_overview_grids(
         instruction=instruction,
         windows=[(window.start_s, window.end_s)],
     )
-
-    def frames_and_images() -> tuple[list[Frame], list[ImagePart]]:
-        indices = uniform_indices(video, window.start_s, window.end_s, budget)
-        frames = decode_indices(ctx.decoders, indices)
-        return frames, overview_images(frames, config.images, config.agents.overview)
-
-    return await _look(ctx, record, frames_and_images, agent=agent)
+    job = frame_job(
+        ctx,
+        video,
+        [window],
+        overview_frame_budget(config.images, config.agents.overview),
+        layout="grids",
+        overview=config.agents.overview,
+    )
+    return await _look(ctx, record, job, agent=agent)
 
 
 async def observe_frames(
@@ -86,7 +88,7 @@ async def observe_frames(
 ) -> Observation:
     """Up to 50 individual frames spread over ``windows`` (Skim and Focus)."""
     config = ctx.config
-    ctx.require_video("the visual observation tool")
+    video = ctx.require_video("the visual observation tool")
     settings = level_frame_settings(config, level)
     record = Observation(
         kind="visual",
@@ -95,30 +97,58 @@ async def observe_frames(
         instruction=instruction,
         windows=[(w.start_s, w.end_s) for w in windows],
     )
-
-    def frames_and_images() -> tuple[list[Frame], list[ImagePart]]:
-        frames = decode_indices(ctx.decoders, level_frame_indices(ctx, windows, level))
-        return frames, frame_images(frames, config.images, max_frames=settings.max_frames)
-
-    return await _look(ctx, record, frames_and_images, agent=agent)
+    budget = individual_frame_budget(config.images, settings)
+    job = frame_job(ctx, video, windows, budget, layout="frames", max_frames=settings.max_frames)
+    return await _look(ctx, record, job, agent=agent)
 
 
-async def _look(
+def frame_job(
     ctx: RunContext,
-    record: Observation,
-    frames_and_images: Callable[[], tuple[list[Frame], list[ImagePart]]],
+    video: VideoReader,
+    windows: Sequence[TimeWindow],
+    count: int,
     *,
-    agent: str,
-) -> Observation:
+    layout: Literal["grids", "frames"],
+    images: ImagesConfig | None = None,
+    overview: OverviewSettings | None = None,
+    max_frames: int = 0,
+    label: bool = True,
+) -> FrameJob:
+    """The job that samples ``count`` frames over ``windows`` of the question's video."""
+    return FrameJob(
+        path=video.info.path,
+        fingerprint=video.info.fingerprint,
+        video=video.config,
+        windows=tuple((w.start_s, w.end_s) for w in windows),
+        count=count,
+        layout=layout,
+        images=images or ctx.config.images,
+        overview=overview,
+        max_frames=max_frames,
+        label=label,
+    )
+
+
+async def render(ctx: RunContext, job: FrameJob) -> RenderedFrames:
+    """``job``'s frames, off the event loop: in the facade's frame workers when it has them
+    (``video.decode_workers``), else in a thread with the question's decoders."""
+    # A frame proxy is decoded here: the workers open the video itself, whose keyframes
+    # (and so its snapped samples) the proxy only reproduces through its own reader.
+    if ctx.frame_workers is not None and not isinstance(ctx.decoders[0], ProxyReader):
+        return await asyncio.to_thread(ctx.frame_workers.render, job)
+    return await asyncio.to_thread(render_frames, ctx.decoders, job)
+
+
+async def _look(ctx: RunContext, record: Observation, job: FrameJob, *, agent: str) -> Observation:
     """Decode and encode off the event loop, then ask the observation tool."""
     try:
-        frames, images = await asyncio.to_thread(frames_and_images)
+        rendered = await render(ctx, job)
     except VideoError as exc:
         return record.model_copy(update={"error": f"frame sampling failed: {exc}"})
     record = record.model_copy(
-        update={"frame_times": [f.timestamp_s for f in frames], "images": _refs(images)}
+        update={"frame_times": rendered.frame_times, "images": _refs(rendered.images)}
     )
-    return await _ask_visual(ctx, record, images, agent=agent)
+    return await _ask_visual(ctx, record, rendered.images, agent=agent)
 
 
 async def _ask_visual(

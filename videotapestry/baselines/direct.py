@@ -10,21 +10,16 @@ Timestamps go in the prompt text, not into the pixels.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
 from videotapestry.agents.citations import frame_spans
 from videotapestry.agents.context import RunContext
 from videotapestry.agents.state import EvidenceRef
+from videotapestry.agents.tools import frame_job, render
 from videotapestry.images import ImagePart
 from videotapestry.timecode import format_timestamp
 from videotapestry.variants import DIRECT_ROLE
-from videotapestry.video import (
-    decode_indices,
-    frame_images,
-    individual_frame_budget,
-    uniform_indices,
-)
+from videotapestry.video import TimeWindow, individual_frame_budget
 
 
 async def direct_frames(ctx: RunContext) -> list[ImagePart]:
@@ -33,11 +28,12 @@ async def direct_frames(ctx: RunContext) -> list[ImagePart]:
     cap = ctx.config.models.settings_for(DIRECT_ROLE).max_images
     sent = ctx.config.images.model_copy(update={"max_per_call": cap}) if cap else ctx.config.images
     budget = individual_frame_budget(sent, settings)
-    indices = uniform_indices(video, 0.0, video.info.duration_s, budget)
-    frames = await asyncio.to_thread(decode_indices, ctx.decoders, indices)
-    images = await asyncio.to_thread(
-        frame_images, frames, sent, max_frames=settings.max_frames, label=False
-    )
+    whole = [TimeWindow(0.0, video.info.duration_s)]
+    job = frame_job(
+        ctx, video, whole, budget, layout="frames", images=sent, max_frames=settings.max_frames,
+        label=False,
+    )  # fmt: skip
+    images = (await render(ctx, job)).images
     ctx.images.extend(images)
     return images
 

@@ -79,5 +79,24 @@ class VideoConfig(StrictModel):
         ge=0,
         description="decoded frames kept for asking again, shared by the levels, variants "
         "and questions of one VideoTapestry (a conversation's turns, an eval's questions of "
-        "one video); only the exact frame is reused; 0 keeps none",
+        "one video); 0 keeps none",
+    )
+    decode_workers: int = Field(
+        0,
+        ge=0,
+        le=32,
+        description="processes that sample, decode and JPEG-encode observation frames, off "
+        "the interpreter lock of the event loop (for many questions in flight); they share "
+        "frame_cache_mb; 0 does that work in threads of the asking process",
+    )
+    # 0, the default, is paper-faithful and reproducible: with reuse on, which frame a sample
+    # gets depends on what earlier questions of the facade decoded (and in what order), and
+    # bench_method.py --only-decoding measured no time saved above the noise.
+    frame_reuse: float = Field(
+        0.0,
+        ge=0.0,
+        le=0.5,
+        description="a uniform sample takes a frame already in the frame cache within this "
+        "fraction of its sub-interval around its centre (the frame's own timestamp is kept "
+        "and shown); checked before keyframe_snap; 0 reuses only the exact frame",
     )

@@ -10,6 +10,13 @@ from videotapestry.video.encoding import (
     overview_images,
 )
 from videotapestry.video.frame_cache import FrameCache
+from videotapestry.video.frame_workers import (
+    FrameJob,
+    FrameWorkers,
+    RenderedFrames,
+    frame_workers_for,
+    render_frames,
+)
 from videotapestry.video.grids import FrameGrid, pack_grids
 from videotapestry.video.proxy import (
     PROXY_FILE,
@@ -54,6 +61,8 @@ __all__ = [
     "Frame",
     "FrameCache",
     "FrameGrid",
+    "FrameJob",
+    "FrameWorkers",
     "OpenCVReader",
     "PassFrame",
     "ProxyLookup",
@@ -61,6 +70,7 @@ __all__ = [
     "ProxyReader",
     "PyAVReader",
     "RateSampler",
+    "RenderedFrames",
     "SequentialPass",
     "TimeWindow",
     "VideoInfo",
@@ -73,6 +83,7 @@ __all__ = [
     "fingerprint",
     "format_timestamp",
     "frame_images",
+    "frame_workers_for",
     "has_proxy",
     "individual_frame_budget",
     "observation_windows",
@@ -83,6 +94,7 @@ __all__ = [
     "probe",
     "proxy_max_side",
     "remove_proxy",
+    "render_frames",
     "sample_uniform",
     "sample_windows",
     "uniform_indices",

@@ -263,6 +263,9 @@ class ProxyReader:
     def keyframe_before(self, index: int) -> int | None:
         return self._keyframes.before(index)
 
+    def kept_near(self, low: int, high: int, center: float) -> int | None:
+        return self._reader.kept_near(low, high, center)
+
     def close(self) -> None:
         self._reader.close()
 

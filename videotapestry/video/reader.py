@@ -84,6 +84,11 @@ class VideoReader(Protocol):
         """
         ...
 
+    def kept_near(self, low: int, high: int, center: float) -> int | None:
+        """A frame in ``[low, high]`` that is decoded already (the one nearest ``center``, a
+        frame index), or None: uniform sampling may take it instead of decoding another."""
+        ...
+
     def close(self) -> None: ...
 
     def __enter__(self) -> VideoReader: ...
@@ -145,6 +150,12 @@ class _ReaderBase:
 
     def _cache_key(self, index: int) -> FrameKey:
         return (self.info.fingerprint, self.config.decoded_max_side, index)
+
+    def kept_near(self, low: int, high: int, center: float) -> int | None:
+        if self.frame_cache is None:
+            return None
+        video = (self.info.fingerprint, self.config.decoded_max_side)
+        return self.frame_cache.nearest(video, low, high, center)
 
     def keyframe_before(self, index: int) -> int | None:
         return None

@@ -15,6 +15,17 @@ sample's own sub-interval, so the samples still cover the window evenly, stay in
 and stay distinct; every returned ``Frame`` carries its true timestamp either way.
 ``keyframe_snap = 0`` gives exact centres.
 
+Frame reuse (``frame_reuse`` in ``VideoConfig``) goes first: a frame decoded already (by an
+earlier level, variant or question of the same facade, kept in its ``FrameCache``) within
+``frame_reuse * width`` of a sample's centre is taken instead of decoding one, the kept frame
+nearest the centre. Like a keyframe it lies in the sample's own band, and the ``Frame`` it
+gives carries its own true timestamp, so labels burned into images and the moments the agents
+cite are the times actually shown. It applies to every uniform sample of a window read
+through a reader that shares a cache: the Overview's grids, Skim's and Focus's frames, the
+Direct baseline's frames. Which frames are chosen then depends on what earlier questions
+decoded (the first question of a video samples as with ``frame_reuse = 0``); ``0`` reuses only
+the exact frame, the paper's sampling.
+
 When a window holds fewer frames than asked for, each frame is returned once (fewer samples).
 """
 
@@ -51,30 +62,51 @@ def plan_uniform_indices(
     frame_count: int,
     keyframe_before: Callable[[int], int | None] | None = None,
     keyframe_snap: float = 0.0,
+    kept_near: Callable[[int, int, float], int | None] | None = None,
+    frame_reuse: float = 0.0,
 ) -> list[int]:
     """Frame indices of ``count`` uniform samples of the window (see the module docstring).
 
     ``keyframe_before(i)`` gives the last keyframe at or before frame ``i`` (None if unknown);
-    a sample takes the last keyframe inside its band when there is one. Pure apart from that
-    callback: the window must already lie inside the video. Returns sorted, distinct indices.
+    a sample takes the last keyframe inside its band when there is one. ``kept_near(low,
+    high, center)`` gives a frame decoded already in ``[low, high]`` (None if none), which a
+    sample takes first when it lies within ``frame_reuse`` of the centre. Pure apart from
+    those callbacks: the window must already lie inside the video. Returns sorted, distinct
+    indices.
     """
     if count < 1:
         return []
-    if not 0.0 <= keyframe_snap <= 0.5:
-        raise ValueError("keyframe_snap must be within [0, 0.5]")
+    for name, value in (("keyframe_snap", keyframe_snap), ("frame_reuse", frame_reuse)):
+        if not 0.0 <= value <= 0.5:
+            raise ValueError(f"{name} must be within [0, 0.5]")
     width = (end_s - start_s) / count
     centers = sample_centers(start_s, end_s, count)
     chosen = [index_at(c, fps, frame_count) for c in centers]
-    if keyframe_before is not None and keyframe_snap > 0 and width > 0:
-        radius = keyframe_snap * width
-        for k, center in enumerate(centers):
-            # Bands are half-open, [center - radius, center + radius): with the widest band
-            # (0.5) a keyframe on the border between two slots belongs to the later one.
-            last = min(frame_count - 1, max(0, math.ceil((center + radius) * fps - 1e-6) - 1))
+    for k, center in enumerate(centers):
+        if kept_near is not None and frame_reuse > 0 and width > 0:
+            low, high = _band(center, frame_reuse * width, fps, frame_count)
+            kept = kept_near(low, high, center * fps) if low <= high else None
+            if kept is not None:
+                chosen[k] = kept
+                continue
+        if keyframe_before is not None and keyframe_snap > 0 and width > 0:
+            radius = keyframe_snap * width
+            _low, last = _band(center, radius, fps, frame_count)
             keyframe = keyframe_before(last)
             if keyframe is not None and keyframe / fps >= center - radius - _EPS:
                 chosen[k] = keyframe
     return sorted(set(chosen))
+
+
+def _band(center: float, radius: float, fps: float, frame_count: int) -> tuple[int, int]:
+    """First and last frame whose timestamp lies in ``[center - radius, center + radius)``.
+
+    Half-open: with the widest band (0.5) a frame on the border between two slots belongs to
+    the later one, so two samples never take the same frame.
+    """
+    last = min(frame_count - 1, max(0, math.ceil((center + radius) * fps - 1e-6) - 1))
+    first = max(0, math.ceil((center - radius) * fps - 1e-6))
+    return first, last
 
 
 def keyframes_before(keyframes: Sequence[int] | np.ndarray) -> Callable[[int], int | None]:
@@ -118,6 +150,7 @@ def uniform_indices(
     """The frame indices ``sample_uniform`` reads (the sampling rule, without decoding)."""
     window = clip_window(reader, start_s, end_s)
     snap = reader.config.keyframe_snap if keyframe_snap is None else keyframe_snap
+    reuse = reader.config.frame_reuse
     info = reader.info
     return plan_uniform_indices(
         window.start_s,
@@ -127,6 +160,8 @@ def uniform_indices(
         frame_count=info.frame_count,
         keyframe_before=reader.keyframe_before if snap > 0 else None,
         keyframe_snap=snap,
+        kept_near=reader.kept_near if reuse > 0 else None,
+        frame_reuse=reuse,
     )
 
 

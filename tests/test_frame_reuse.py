@@ -1,0 +1,66 @@
+"""Frames decoded once: a uniform sample near a kept frame takes it (``video.frame_reuse``),
+with the kept frame's own pixels and true timestamp, and the questions of one facade decode
+the frames they share once."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from method_support import QUESTION, ask, make_vt
+
+from videotapestry.config import VideoConfig
+from videotapestry.testing.scripted import ScriptedModel
+from videotapestry.video import FrameCache, open_video, sample_uniform
+from videotapestry.video.reader import PyAVReader
+
+
+def test_a_nearby_sample_takes_the_kept_frame_with_its_own_pixels_and_time(video: Path) -> None:
+    config = VideoConfig(backend="pyav", keyframe_snap=0.0, frame_reuse=0.25)
+    one_frame = 320 * 180 * 3
+    cache = FrameCache(max_bytes=12 * one_frame)
+    with open_video(video, config, frame_cache=cache) as reader:
+        first = sample_uniform(reader, 0.0, 100.0, 10)  # centres 5, 15, ... s
+        # Moved by 1 s: every centre is within 0.25 x 10 s of a kept frame.
+        again = sample_uniform(reader, 1.0, 101.0, 10)
+        assert [f.index for f in again] == [f.index for f in first]
+        assert reader.reused_frames == 10
+        assert [f.timestamp_s for f in again] == [f.index / reader.info.fps for f in again]
+        # Moved by 3 s: outside the band, so new frames at the new centres.
+        moved = sample_uniform(reader, 3.0, 103.0, 10)
+        assert [f.timestamp_s for f in moved] == [8.0 + 10 * k for k in range(10)]
+        assert reader.reused_frames == 10
+        assert cache.bytes <= cache.max_bytes and len(cache) == 12
+    with open_video(video, config.model_copy(update={"frame_reuse": 0.0})) as fresh:
+        exact = fresh.frames_at_indices([f.index for f in again])
+        assert all(np.array_equal(a.image, b.image) for a, b in zip(again, exact, strict=True))
+    with open_video(video, config.model_copy(update={"frame_reuse": 0.0}), frame_cache=cache) as r:
+        assert [f.timestamp_s for f in sample_uniform(r, 1.0, 101.0, 10)] == [
+            6.0 + 10 * k for k in range(10)
+        ]  # 0: the exact centres, kept or not
+
+
+@pytest.mark.parametrize("reuse", [0.0, 0.25])
+def test_two_questions_on_one_video_decode_the_frames_they_share_once(
+    server, embedder, video: Path, monkeypatch: pytest.MonkeyPatch, reuse: float
+) -> None:
+    decoded: Counter[int] = Counter()
+    real = PyAVReader._decode
+
+    def counted(self, indices):
+        decoded.update(indices)
+        return real(self, indices)
+
+    monkeypatch.setattr(PyAVReader, "_decode", counted)
+    server.on(None, ScriptedModel())
+    vt = make_vt(server, embedder, "video.backend=pyav", f"video.frame_reuse={reuse}")
+    ask(vt, video)
+    after_first = sum(decoded.values())
+    ask(vt, video, question=QUESTION.replace("?", " exactly?"))
+    # Frame 0 is decoded by every reader as it opens (a file that decodes nothing fails
+    # there); any other frame is decoded once, by whichever question asked first.
+    assert {i: n for i, n in decoded.items() if i != 0 and n > 1} == {}
+    assert vt.frames.stats.hits > 0
+    assert sum(decoded.values()) - after_first < after_first
