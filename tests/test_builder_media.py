@@ -49,7 +49,10 @@ def test_ocr_nodes_cover_the_scheduled_scene_texts(tmp_path: Path, embedder) -> 
         server.on(None, ScriptedBuilderModel(1.0, colours))
         config = load_config(
             overrides=offline_build_overrides(
-                server.base_url, "cache.enabled=false", "builder.ocr.engine=rapidocr"
+                server.base_url,
+                "cache.enabled=false",
+                "builder.ocr.engine=rapidocr",
+                "builder.ocr.gate=regions",  # the gate that reads least; recall must hold
             )
         )
         result = MemoryBuilder(config, embedder=embedder, progress=BuildProgress(False)).build(

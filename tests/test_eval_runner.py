@@ -240,7 +240,10 @@ def test_the_same_failure_on_the_first_questions_stops_the_run(
     # Each failure carries what its exploration cost: together, every request the server saw.
     failed = {row["question_id"]: row["usage"] for row in lines(run) if row["status"] == "failed"}
     assert all(failed[qid]["calls"] >= count for qid, count in asked.items())
-    assert sum(u["calls"] - u["cached_calls"] for u in failed.values()) == len(server.requests)
+    # The Focus decision runs beside the Answer agent, whose failure cancels it: counted as a
+    # failed call either way, it reaches the server only if it was sent before the cancel.
+    counted = sum(u["calls"] - u["cached_calls"] for u in failed.values())
+    assert len(server.requests) <= counted <= len(server.requests) + len(failed)
     assert all(usage["prompt_tokens"] > 0 for usage in failed.values())
 
 

@@ -68,7 +68,7 @@ class BuilderPerceptionSettings(StrictModel):
 
 class BuilderOcrSettings(StrictModel):
     engine: Literal["auto", "rapidocr", "none"] = Field(
-        "auto",
+        "none",
         description="none: on-screen text comes from the perception model only; rapidocr: "
         "also OCRText nodes with exact times (behind the gate, about 0.1 s of CPU per frame "
         "with new text); auto: rapidocr when installed (the offline extra), else none, "
@@ -83,7 +83,7 @@ class BuilderOcrSettings(StrictModel):
     min_confidence: float = Field(0.6, ge=0, le=1)
     min_chars: int = Field(2, ge=1)
     gate: Literal["regions", "frame", "none"] = Field(
-        "regions",
+        "frame",
         description="what of a kept frame is read again (videotapestry/ocr/): regions: only "
         "the bands whose picture changed, and in them only the text boxes that changed; "
         "frame: the whole frame when its thumbnail changed (change_threshold); none: every "
