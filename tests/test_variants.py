@@ -76,8 +76,8 @@ def test_an_unknown_variant_names_the_known_ones():
 @pytest.mark.parametrize(
     ("variant", "nodes"),
     [
-        ("full", {"overview", "skim", "focus", "assemble", "answer"}),
-        ("static_memory", {"overview", "skim", "focus", "assemble", "answer"}),
+        ("full", {"overview", "skim", "focus", "focus_decide", "assemble", "answer"}),
+        ("static_memory", {"overview", "skim", "focus", "focus_decide", "assemble", "answer"}),
         ("single_agent", {"controller", "assemble", "answer"}),
         ("direct", {"direct"}),
     ],
