@@ -140,7 +140,9 @@ def test_the_region_gate_recognizes_only_the_line_that_changed(engine) -> None:
 def test_spans_through_the_region_gate_match_the_ungated_spans(engine) -> None:
     frames = [(float(2 * i), lambda c=c, i=i: _frame(c, i)) for i, c in enumerate(CLOCKS)]
     gated, ungated = OcrStats(), OcrStats()
-    regions = read_texts(engine, frames, BuilderOcrSettings(), end_s=10.0, stats=gated)
+    regions = read_texts(
+        engine, frames, BuilderOcrSettings(gate="regions"), end_s=10.0, stats=gated
+    )
     reference = read_texts(
         engine, frames, BuilderOcrSettings(gate="none"), end_s=10.0, stats=ungated
     )
