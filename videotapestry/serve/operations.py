@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory_builders.progress import BuildProgress, StageBar
+from memory_builders.progress import BuildProgress, StageBar, StageUpdate
 from videotapestry.errors import VideoTapestryError
 
 if TYPE_CHECKING:
@@ -36,49 +36,25 @@ class JobCancelledError(VideoTapestryError):
     """A build was cancelled by its client; its checkpoints are kept (a new build resumes)."""
 
 
-class _ReportingBar(StageBar):
-    """A stage's progress sent to a callback instead of a terminal bar."""
-
-    def __init__(self, name: str, total: float | None, report: _StageReporter) -> None:
-        super().__init__(None, None)
-        self.name, self.total, self.done = name, total, 0.0
-        self._report = report
-
-    def update(self, n: float = 1) -> None:
-        self.done += n
-        self._report(self)
-
-    def set_total(self, total: float) -> None:
-        self.total = total
-        self._report(self)
-
-    def set_done(self, done: float) -> None:
-        self.done = done
-        self._report(self)
-
-
 class ReportingProgress(BuildProgress):
     """The builder's progress display for a served build: every stage's advance goes to
-    ``on_stage`` (the job's progress and its event stream), and a set ``cancel`` flag stops
-    the build at its next step, raised from inside the builder so its checkpoints stand."""
+    ``on_stage`` (the job's progress and its event stream), through the listener every
+    ``StageBar`` already tells, and a set ``cancel`` flag stops the build at its next step,
+    raised from inside the builder so its checkpoints stand."""
 
     def __init__(self, on_stage: StageCallback, cancel: threading.Event | None = None) -> None:
-        super().__init__(enabled=False)
+        super().__init__(enabled=False, listener=self._advance)
         self._on_stage = on_stage
         self._cancel = cancel or threading.Event()
 
     def stage(self, name: str, total: float | None, unit: str = "clip") -> StageBar:
-        bar = _ReportingBar(name, total, self._advance)
-        self._advance(bar)
-        return bar
+        self._advance(StageUpdate(name, 0.0, total, unit))  # a stage is shown as it starts
+        return super().stage(name, total, unit)
 
-    def _advance(self, bar: _ReportingBar) -> None:
+    def _advance(self, update: StageUpdate) -> None:
         if self._cancel.is_set():
             raise JobCancelledError("the build was cancelled; its finished steps are kept")
-        self._on_stage(bar.name, bar.done, bar.total)
-
-
-_StageReporter = Callable[[_ReportingBar], None]
+        self._on_stage(update.stage, update.done, update.total)
 
 
 def default_memory_dir(roots: Roots, video: Path) -> Path:
