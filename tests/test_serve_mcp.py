@@ -133,7 +133,7 @@ async def _session(root: Path, outside: Path, cache: Path) -> Session:
         resource = await client.read_resource("memory://memories/sample")
         got.tree = resource.contents[0].text  # type: ignore[union-attr]
         if isinstance(got.answer, dict):
-            trace = await client.call_tool("read_trace", {"path": got.answer["trace_path"]})
+            trace = await client.call_tool("read_trace", {"path": got.answer["trace"]})
             got.trace = trace.structured_content
         for how, path in escapes(outside).items():
             got.refused[f"read_trace {how}"] = await client.call_tool("read_trace", {"path": path})
@@ -212,7 +212,7 @@ def test_the_answer_is_right_with_citations_at_the_code_and_a_trace(session: Ses
     # Each level's steps arrived as progress too.
     assert any((m or "").startswith("subgraph: ") for _p, _t, m in session.answer_progress)
     # The trace is saved under the root and read back by its tool, naming the same answer.
-    assert (session.root / answer["trace_path"]).is_file()
+    assert (session.root / answer["trace"]).is_file()
     assert session.trace["result"]["answer"] == "C"
     assert session.trace["result"]["citations"] == answer["citations"]
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -88,12 +89,8 @@ def test_ui_builds_asks_and_seeks_to_a_citation(
     assert ui_build["job"]["result"]["report"]["status"] == "complete"
     tab = Page(browser, served.url)
     page = tab.page
-    page.wait_for_selector('#memories li[data-path="memories/sample"]')
-    page.locator('#videos li[data-path="sample.mp4"] button.open').click()
-    page.select_option("#shipped", index=1)  # the first shipped question: Gate B's code
+    _ask_the_first_shipped_question(page)
     assert "Gate B" in page.input_value("#question")
-    page.click("#ask")
-    page.wait_for_selector("#answer[data-letter]", timeout=600_000)
     assert page.get_attribute("#answer", "data-letter") == "C"
     assert "4417" in page.text_content("#answer")
     levels = page.locator("#timeline li.level").all_text_contents()
@@ -107,6 +104,59 @@ def test_ui_builds_asks_and_seeks_to_a_citation(
     )
     assert abs(page.evaluate("document.getElementById('player').currentTime") - start) < 1
     page.wait_for_selector("#degraded[hidden]", state="attached")
+    assert tab.errors == []
+
+
+def _ask_the_first_shipped_question(page: Any, *, memory_only: bool = False) -> None:
+    """Open the sample with its memory, ask its first shipped question, wait for the answer."""
+    page.wait_for_selector('#memories li[data-path="memories/sample"]')
+    page.locator('#videos li[data-path="sample.mp4"] button.open').click()
+    page.select_option("#shipped", index=1)  # the first shipped question: Gate B's code
+    if memory_only:
+        page.check("#memory-only")
+    page.click("#ask")
+    page.wait_for_selector("#answer[data-letter]", timeout=600_000)
+
+
+def test_a_memory_only_question_says_what_was_not_observed(
+    served: Server, browser: Any, ui_build: dict[str, Any]
+) -> None:
+    tab = Page(browser, served.url)
+    page = tab.page
+    _ask_the_first_shipped_question(page, memory_only=True)
+    page.wait_for_selector("#unobserved:not([hidden])")
+    assert "no video file was given" in page.text_content("#unobserved")
+    [ask] = [
+        job
+        for job in served.get("/api/jobs")
+        if job["kind"] == "ask" and job["inputs"]["video"] is None
+    ]
+    assert ask["inputs"]["memory"] == "memories/sample"  # named as the library names it
+    assert ask["result"]["observation_disabled"]
+    assert ask["result"]["levels_visited"]
+    assert tab.errors == []
+
+
+def test_a_degraded_answer_shows_what_the_run_lost(
+    served: Server, browser: Any, ui_build: dict[str, Any], tmp_path: Path
+) -> None:
+    # A server told to read subtitles, asked about a video that has none: the ASR tool reads
+    # the memory's stored transcript instead, and the answer must say so where it is shown.
+    root = sample_root(tmp_path / "root")
+    shutil.copytree(served.root / "memories" / "sample", root / "memories" / "sample")
+    server = start_server(root, tmp_path / "data", "-o", "asr.source=subtitles")
+    try:
+        tab = Page(browser, server.url)
+        page = tab.page
+        _ask_the_first_shipped_question(page)
+        page.wait_for_selector("#degraded:not([hidden])")
+        shown = page.locator("#degraded li").all_text_contents()
+        [ask] = [job for job in server.get("/api/jobs") if job["kind"] == "ask"]
+    finally:
+        server.stop()
+    assert any("asr_substituted" in line for line in shown), shown
+    assert [d["kind"] for d in ask["result"]["degraded"]] == ["asr_substituted"]
+    assert len(shown) == len(ask["result"]["degraded_text"])
     assert tab.errors == []
 
 
@@ -236,14 +286,8 @@ def test_kill_9_during_a_build_resumes_without_repeating_a_clip(
     server = start_server(root, tmp_path / "data")
     try:
         job = server.post("/api/jobs", {"kind": "build", "video": "sample.mp4"})
-        deadline = time.monotonic() + 900
-        while not (checkpoints.is_dir() and any(checkpoints.iterdir())):
-            assert time.monotonic() < deadline, server.log.read_text()
-            assert server.get(f"/api/jobs/{job['id']}")["state"] in ("queued", "running")
-            time.sleep(0.05)
-        server.kill()
+        _kill_9_once(server, job["id"], lambda: checkpoints.is_dir() and any(checkpoints.iterdir()))
         finished_clips = len(list(checkpoints.glob("*.json")))
-        assert server.process.returncode == -9
         server = start_server(root, tmp_path / "data")
         resumed = server.wait_job(job["id"])
     finally:
@@ -257,6 +301,17 @@ def test_kill_9_during_a_build_resumes_without_repeating_a_clip(
     assert perception["computed"] == clips - finished_clips
     uninterrupted = open_memory(served.root / "memories" / "sample")
     assert open_memory(root / "memories" / "sample") == uninterrupted
+
+
+def _kill_9_once(server: Server, job_id: str, ready: Callable[[], bool]) -> None:
+    """Kill the server with SIGKILL as soon as ``ready()`` holds, the job still unfinished."""
+    deadline = time.monotonic() + 900
+    while not ready():
+        assert time.monotonic() < deadline, server.log.read_text()
+        assert server.get(f"/api/jobs/{job_id}")["state"] in ("queued", "running")
+        time.sleep(0.05)
+    server.kill()
+    assert server.process.returncode == -9
 
 
 def _stage(report: dict[str, Any], name: str) -> dict[str, Any]:
@@ -288,3 +343,51 @@ def test_eval_runs_show_their_report_and_the_flips_between_two(
     assert full["became_right"] == ["q2"] and full["became_wrong"] == ["q1"]
     assert "q1" in page.text_content("#eval-view")
     assert tab.errors == []
+
+
+def _jsonl_annotations(root: Path) -> list[dict[str, Any]]:
+    """The shipped questions as a generic JSONL benchmark over ``root/sample.mp4``."""
+    shipped = json.loads((root / "questions.json").read_text())["questions"]
+    rows = [
+        {"id": q["id"], "video": "sample.mp4", "question": q["question"],
+         "options": q["options"], "answer": q["answer"]}
+        for q in shipped
+    ]  # fmt: skip
+    (root / "questions.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return rows
+
+
+def test_an_eval_job_killed_with_9_resumes_and_asks_no_finished_question_again(
+    served: Server, ui_build: dict[str, Any], tmp_path: Path
+) -> None:
+    root = sample_root(tmp_path / "root")
+    shutil.copytree(served.root / "memories" / "sample", root / "memories" / "sample")
+    rows = _jsonl_annotations(root)
+    results = root / "evals" / "jsonl" / "results.jsonl"
+    request = {"kind": "eval", "benchmark": "jsonl", "annotations": "questions.jsonl",
+               "videos": ".", "memories": "memories", "variants": ["full", "wo_asr"],
+               "concurrency": 1}  # fmt: skip
+    server = start_server(root, tmp_path / "data")
+    try:
+        job = server.post("/api/jobs", request)
+        assert job["inputs"]["out"] == "evals/jsonl"  # paths shown relative to the root
+        assert job["inputs"]["annotations"] == "questions.jsonl"
+        _kill_9_once(server, job["id"], lambda: results.is_file() and "\n" in results.read_text())
+        kept = results.read_text().split("\n")[:-1]  # whole lines (a torn last one is cut)
+        assert 1 <= len(kept) < 2 * len(rows)
+        server = start_server(root, tmp_path / "data")
+        resumed = server.wait_job(job["id"])
+    finally:
+        server.stop()
+    assert resumed["state"] == "done", resumed
+    assert resumed["attempts"] == 2
+    lines = results.read_text().splitlines()
+    assert lines[: len(kept)] == kept  # what was finished stands, untouched
+    keys = [(record["variant"], record["question_id"]) for record in map(json.loads, lines)]
+    assert len(keys) == len(set(keys)) == 2 * len(rows)  # each asked once, none twice
+    result = resumed["result"]
+    assert result["reused"] == len(kept) and result["written"] == 2 * len(rows) - len(kept)
+    assert result["run"] == "evals/jsonl" and "evals/jsonl/report.md" in result["files"]
+    full = next(figures for figures in result["variants"] if figures["variant"] == "full")
+    assert full["right"] == full["graded"] == len(rows)  # the demo's answers, read from video
+    assert (root / "evals" / "jsonl" / "report.md").is_file()

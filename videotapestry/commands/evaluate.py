@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from videotapestry.eval.questions import EvalQuestion
     from videotapestry.eval.records import ResultRecord
     from videotapestry.eval.runner import RunOutcome
+    from videotapestry.eval.session import EvalSpec
 
 EXIT_FAILED = 1
 
@@ -165,7 +167,10 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
 
 
 def run(args: argparse.Namespace) -> int:
-    questions = _questions(args)
+    from videotapestry.eval.session import check_spec, select_questions
+
+    spec = _spec(args)
+    questions = select_questions(spec)
     if args.list:
         for question in questions:
             print(question.to_json_line())
@@ -176,38 +181,43 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(
             "eval needs " + ", ".join(f"--{flag}" for flag in missing) + " (or --list)"
         )
-    if args.no_video and args.build_missing:
-        raise ConfigError("--build-missing builds memories from the videos; not with --no-video")
-    if args.concurrency < 1:
-        raise ConfigError(f"--concurrency must be at least 1, got {args.concurrency}")
+    check_spec(spec)
     try:
-        return asyncio.run(_evaluate(args, questions))
+        return asyncio.run(_evaluate(args, spec, questions))
     except KeyboardInterrupt:
         return interrupted("every finished question is saved, run the same command again to resume")
 
 
-def _questions(args: argparse.Namespace) -> list[EvalQuestion]:
-    from videotapestry.eval.datasets import LoadOptions, load_benchmark
+def _spec(args: argparse.Namespace) -> EvalSpec:
+    """The run the options describe (paths as given; ``--list`` needs only the first two)."""
+    from videotapestry.eval.runner import RunnerOptions
+    from videotapestry.eval.session import EvalSpec
 
-    questions = load_benchmark(
-        args.benchmark, args.annotations, LoadOptions(duration=args.duration, mode=args.mode)
+    def path(value: str | None) -> Path | None:
+        return Path(value).expanduser() if value else None
+
+    return EvalSpec(
+        benchmark=args.benchmark,
+        annotations=Path(args.annotations).expanduser(),
+        memories=path(args.memories) or Path(),
+        out=path(args.out) or Path(),
+        options=RunnerOptions(
+            variants=tuple(v for value in args.variant for v in value.split(",")),
+            concurrency=args.concurrency,
+            build_missing=args.build_missing,
+            retry_failed=not args.keep_failed,
+            stop_after_same_failures=args.stop_after,
+            freeze_loaded_objects=True,
+        ),
+        videos=None if args.no_video else path(args.videos),
+        subtitles=path(args.subtitles),
+        mode=args.mode,
+        duration=args.duration,
+        ids=frozenset(_ids(args.ids)),
+        limit=args.limit,
+        force=args.force,
+        command=("videotapestry", *getattr(args, "argv", sys.argv[1:])),
     )
-    wanted = _ids(args.ids)
-    if wanted:
-        known = {q.id for q in questions}
-        unknown = [qid for qid in wanted if qid not in known]
-        if unknown:
-            raise ConfigError(
-                f"--ids: {len(unknown)} id(s) not in the benchmark's questions, e.g. {unknown[0]!r}"
-            )
-        questions = [q for q in questions if q.id in wanted]
-    if args.limit is not None:
-        if args.limit < 0:
-            raise ConfigError(f"--limit must not be negative, got {args.limit}")
-        questions = questions[: args.limit]
-    if not questions:  # an empty run would exit 0 having answered nothing
-        raise ConfigError(f"--limit {args.limit} selects no question; nothing to run")
-    return questions
 
 
 def _ids(values: Sequence[str]) -> set[str]:
@@ -225,42 +235,15 @@ def _ids(values: Sequence[str]) -> set[str]:
     return ids
 
 
-async def _evaluate(args: argparse.Namespace, questions: list[EvalQuestion]) -> int:
-    from videotapestry.eval.run_writer import RunDirectory, new_run_info
-    from videotapestry.eval.runner import EvalRunner, Inputs, RunnerOptions, check_variants
+async def _evaluate(args: argparse.Namespace, spec: EvalSpec, questions: list[EvalQuestion]) -> int:
+    from videotapestry.eval.runner import check_variants
+    from videotapestry.eval.session import run_evaluation
     from videotapestry.executors import make_executor
 
     subtitles = ["asr.source=subtitles"] if args.subtitles else []
     vt = facade(args, *subtitles, *executor_overrides(args))
-    variants = check_variants(
-        [v for value in args.variant for v in value.split(",")] or [vt.config.variant]
-    )
-    annotations = Path(args.annotations).expanduser()
-    info = new_run_info(
-        benchmark=args.benchmark,
-        annotations=annotations,
-        variants=variants,
-        config=vt.config,
-        prompts=vt.prompts,
-        command=["videotapestry", *getattr(args, "argv", sys.argv[1:])],
-        no_video=args.no_video,
-        mode=args.mode,
-    )
-    run_dir = RunDirectory.open(args.out, info, force=args.force)
-    inputs = Inputs(
-        videos=None if args.no_video else Path(args.videos).expanduser(),
-        memories=Path(args.memories).expanduser(),
-        subtitles=Path(args.subtitles).expanduser() if args.subtitles else None,
-        annotations_dir=annotations if annotations.is_dir() else annotations.parent,
-    )
-    options = RunnerOptions(
-        variants=variants,
-        concurrency=args.concurrency,
-        build_missing=args.build_missing,
-        retry_failed=not args.keep_failed,
-        stop_after_same_failures=args.stop_after,
-        freeze_loaded_objects=True,
-    )
+    variants = check_variants(spec.variants or [vt.config.variant])
+    spec = replace(spec, options=replace(spec.options, variants=variants))
     limit = vt.config.models.max_concurrency_per_endpoint
     if args.concurrency > limit:
         print(
@@ -272,24 +255,21 @@ async def _evaluate(args: argparse.Namespace, questions: list[EvalQuestion]) -> 
     bar = _Progress(enabled=not args.quiet)
     executor = make_executor(vt.config)
     try:
-        with executor.answerer(vt, variants, concurrency=args.concurrency) as answerer:
-            runner = EvalRunner(
+        with executor.answerer(vt, spec.variants, concurrency=args.concurrency) as answerer:
+            run_dir, outcome = await run_evaluation(
                 vt,
-                run_dir,
-                inputs,
-                options,
+                spec,
+                questions,
+                answerer=answerer,
                 on_record=bar.update,
                 on_plan=bar.start,
-                answerer=answerer,
             )
-            outcome = await runner.run(questions)
     finally:
         bar.close()
         await vt.aclose()
         vt.service.close()
-        run_dir.close()
-    _write_outputs(run_dir.path, args.benchmark, outcome)
-    return _summary(outcome, run_dir.path, allow_degraded=args.allow_degraded)
+    _write_outputs(run_dir, args.benchmark, outcome)
+    return _summary(outcome, run_dir, allow_degraded=args.allow_degraded)
 
 
 class _Progress:
@@ -320,50 +300,43 @@ class _Progress:
 
 
 def _write_outputs(run_dir: Path, benchmark: str, outcome: RunOutcome) -> None:
-    """The report and, for EgoSchema, the server's submission file per variant
-    (``{q_uid: option index}``, the only way to score its hidden answers)."""
-    from videotapestry.eval.datasets.egoschema import write_egoschema_submission
-    from videotapestry.eval.report import write_report
+    from videotapestry.eval.session import write_outputs
 
     try:
-        write_report(run_dir)
+        written = write_outputs(run_dir, benchmark, outcome)
     except (VideoTapestryError, OSError) as exc:  # the records stand without a report
         print(f"videotapestry: note: no report written: {exc}", file=sys.stderr)
-    else:
-        print(f"report: {run_dir / 'report.md'}")
-    if benchmark != "egoschema":
         return
-    for variant in outcome.variants:
-        path = run_dir / f"egoschema_submission_{variant}.json"
-        write_egoschema_submission(outcome.of_variant(variant), path, variant=variant)
-        print(f"EgoSchema submission ({variant}): {path}")
+    for path in written:
+        variant = path.stem.removeprefix("egoschema_submission_")
+        label = "report" if path.name == "report.md" else f"EgoSchema submission ({variant})"
+        print(f"{label}: {path}")
 
 
 def _summary(outcome: RunOutcome, run_dir: Path, *, allow_degraded: bool) -> int:
     """Accuracy per variant on stdout; the exit status of the run's records."""
-    from videotapestry.eval.grounding import grounding
-    from videotapestry.eval.scoring import is_correct, is_scored
+    from videotapestry.eval.session import summarize
 
-    for variant in outcome.variants:
-        records = outcome.of_variant(variant)
-        graded = [r for r in records if is_scored(r)]
-        right = sum(1 for r in graded if is_correct(r))
-        accuracy = f"{100 * right / len(graded):.1f}% ({right}/{len(graded)})" if graded else "-"
+    for figures in summarize(outcome):
+        accuracy = (
+            f"{100 * figures.right / figures.graded:.1f}% ({figures.right}/{figures.graded})"
+            if figures.graded
+            else "-"
+        )
         counts = {
-            "answered": sum(r.status == "answered" for r in records),
-            "failed": sum(r.status == "failed" for r in records),
-            "skipped": sum(r.status == "skipped" for r in records),
-            "fallback": sum(r.fallback for r in records),
-            "degraded": sum(bool(r.degraded) for r in records if r.status == "answered"),
+            "answered": figures.answered,
+            "failed": figures.failed,
+            "skipped": figures.skipped,
+            "fallback": figures.fallback,
+            "degraded": figures.degraded,
         }
         detail = ", ".join(f"{k} {v}" for k, v in counts.items())
-        grounded = grounding(records)
-        if grounded.hit_rate is not None and grounded.miou is not None:
+        if figures.grounding_hit_rate is not None and figures.grounding_miou is not None:
             detail += (
-                f", grounding hit rate {100 * grounded.hit_rate:.1f}% mIoU {grounded.miou:.3f} "
-                f"({grounded.questions} with evidence)"
+                f", grounding hit rate {100 * figures.grounding_hit_rate:.1f}% mIoU "
+                f"{figures.grounding_miou:.3f} ({figures.grounded_questions} with evidence)"
             )
-        print(f"{variant:<20} accuracy {accuracy:<18} {detail}")
+        print(f"{figures.variant:<20} accuracy {accuracy:<18} {detail}")
     print(f"results: {run_dir / 'results.jsonl'}; traces: {run_dir / 'traces'}")
     if outcome.torn_lines:
         print("(the torn last line of an interrupted run was dropped)", file=sys.stderr)

@@ -69,7 +69,30 @@ class AskRequest(BaseModel):
     options: list[str] = Field(default_factory=list, description="none: free-form")
 
 
-JobRequest = Annotated[BuildRequest | AskRequest, Field(discriminator="kind")]
+class EvalRequest(BaseModel):
+    """A benchmark run, as ``videotapestry eval`` takes it (paths under the roots)."""
+
+    kind: Literal["eval"]
+    benchmark: str = Field(description="videomme, lvbench, longvideobench, egoschema, cgbench …")
+    annotations: str = Field(description="the benchmark's annotation file or folder")
+    memories: str = Field(description="one memory folder per video: <memories>/<video stem>/")
+    videos: str | None = Field(None, description="the videos; omit to answer from memories only")
+    out: str | None = Field(
+        None, description="the run directory (new, or one to resume); default evals/<benchmark>"
+    )
+    subtitles: str | None = Field(None, description="the benchmark's subtitles instead of ASR")
+    variants: list[str] = Field(default_factory=list, description="none: the config's variant")
+    mode: Literal["mc", "open"] = "mc"
+    duration: str | None = Field(None, description="a duration group, e.g. long")
+    ids: list[str] = Field(default_factory=list, description="only these question ids")
+    limit: int | None = Field(None, ge=0, description="the first N selected questions")
+    concurrency: int = Field(4, ge=1, description="questions in flight")
+    build_missing: bool = Field(False, description="build a missing memory instead of failing")
+    retry_failed: bool = Field(True, description="ask again questions that failed before")
+    force: bool = Field(False, description="continue a run made with another config")
+
+
+JobRequest = Annotated[BuildRequest | AskRequest | EvalRequest, Field(discriminator="kind")]
 
 
 def create_app(settings: ServeSettings) -> FastAPI:
@@ -153,9 +176,11 @@ def create_app(settings: ServeSettings) -> FastAPI:
 
     @app.post("/api/jobs", status_code=201)
     async def create_job(request: Request, body: Annotated[JobRequest, Body()]) -> Job:
-        """Start a build or a question; an identical question about an unchanged memory is
-        answered from the earlier job."""
+        """Start a build, a question or an eval; an identical question about an unchanged
+        memory is answered from the earlier job."""
         runner = runner_of(request)
+        if isinstance(body, EvalRequest):
+            return runner.shown(runner.submit("eval", _eval_inputs(roots, body)))
         if isinstance(body, BuildRequest):
             video = roots.resolve(body.video)
             out = (
@@ -164,9 +189,8 @@ def create_app(settings: ServeSettings) -> FastAPI:
                 else default_memory_dir(roots, video)
             )
             subtitles = str(roots.resolve(body.subtitles)) if body.subtitles else None
-            return runner.submit(
-                "build", {"video": str(video), "out": str(out), "subtitles": subtitles}
-            )
+            build = {"video": str(video), "out": str(out), "subtitles": subtitles}
+            return runner.shown(runner.submit("build", build))
         validate_question(body.question, body.options)
         memory_dir = roots.resolve(body.memory)
         inputs = {
@@ -177,19 +201,21 @@ def create_app(settings: ServeSettings) -> FastAPI:
             "memory_stamp": _stamp(memory_dir),
         }
         earlier = runner.answered(inputs)
-        return earlier if earlier is not None else runner.submit("ask", inputs)
+        return runner.shown(earlier if earlier is not None else runner.submit("ask", inputs))
 
     @app.get("/api/jobs")
     async def jobs(request: Request) -> list[Job]:
-        return runner_of(request).store.all()
+        runner = runner_of(request)
+        return [runner.shown(job) for job in runner.store.all()]
 
     @app.get("/api/jobs/{job_id}")
     async def job(request: Request, job_id: str) -> Job:
-        return runner_of(request).store.get(job_id)
+        return runner_of(request).shown_by_id(job_id)
 
     @app.post("/api/jobs/{job_id}/cancel")
     async def cancel_job(request: Request, job_id: str) -> Job:
-        return runner_of(request).cancel(job_id)
+        runner = runner_of(request)
+        return runner.shown(runner.cancel(job_id))
 
     @app.get("/api/jobs/{job_id}/events")
     async def job_events(request: Request, job_id: str) -> StreamingResponse:
@@ -243,6 +269,27 @@ def create_app(settings: ServeSettings) -> FastAPI:
         return {"comparison": comparison.to_dict(), "text": comparison.render()}
 
     return app
+
+
+def _eval_inputs(roots: Roots, body: EvalRequest) -> dict[str, Any]:
+    """An eval request's inputs with every path resolved under the roots (refused before a
+    job exists); the benchmark's name is checked against the loaders."""
+    from videotapestry.eval.datasets import loaders
+
+    if body.benchmark not in loaders():
+        raise VideoTapestryError(
+            f"benchmark {body.benchmark!r}: unknown; one of {', '.join(sorted(loaders()))}"
+        )
+    annotations = roots.resolve(body.annotations)
+    out = roots.resolve(body.out or f"evals/{body.benchmark}", must_exist=False)
+    return {
+        **body.model_dump(exclude={"kind"}),
+        "annotations": str(annotations),
+        "memories": str(roots.resolve(body.memories)),
+        "videos": str(roots.resolve(body.videos)) if body.videos else None,
+        "subtitles": str(roots.resolve(body.subtitles)) if body.subtitles else None,
+        "out": str(out),
+    }
 
 
 def _trace_file(request: Request, job_id: str) -> Path:

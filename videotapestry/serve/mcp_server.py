@@ -29,13 +29,13 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, Field
 
 from videotapestry import __version__
-from videotapestry.agents.state import Citation, Degradation
 from videotapestry.api import VideoTapestry
 from videotapestry.config import Config
 from videotapestry.errors import VideoTapestryError
 from videotapestry.memory import open_memory
 from videotapestry.memory.inspect import memory_tree
 from videotapestry.result import Result, load_result
+from videotapestry.serve.operations import ServedAnswer
 from videotapestry.serve.roots import Roots
 from videotapestry.trace import scrub
 
@@ -103,19 +103,6 @@ class BuildOutput(BaseModel):
     wall_s: float
     failures: list[BuildFailure]
     degradations: list[BuildDegradation]
-
-
-class AnswerOutput(BaseModel):
-    question_id: str
-    answer: str = Field(description="the option letter, or the answer in words (free-form)")
-    answer_text: str = Field(description="the answer in words")
-    reasoning: str
-    citations: list[Citation] = Field(description="each claim with the moments it rests on")
-    degraded: list[Degradation] = Field(
-        description="what this run lost of the method; empty for a faithful run"
-    )
-    levels_visited: list[str]
-    trace_path: str = Field(description="the saved trace, relative to its root (read_trace)")
 
 
 class TraceOutput(BaseModel):
@@ -211,7 +198,7 @@ def create_mcp_server(settings: McpSettings) -> MCPServer:
             list[str] | None,
             Field(description='2 to 26 options ("A. …" or plain texts); none: free-form'),
         ] = None,
-    ) -> AnswerOutput:
+    ) -> ServedAnswer:
         """Answer a question about a video with the full method, citing the moments the
         answer rests on; the trace of the run is saved for read_trace."""
         with _tool_errors():
@@ -224,7 +211,7 @@ def create_mcp_server(settings: McpSettings) -> MCPServer:
             trace = await anyio.to_thread.run_sync(
                 result.save_trace, traces_dir / _trace_name(result)
             )
-            return _answer_output(result, roots.relative(trace))
+            return ServedAnswer.of(result, trace=roots.relative(trace))
 
     @server.tool()
     async def read_trace(
@@ -368,16 +355,3 @@ def _build_output(roots: Roots, folder: Path, report: dict[str, Any]) -> BuildOu
 def _trace_name(result: Result) -> str:
     """A new file per run, so asking again never overwrites an earlier trace."""
     return f"{result.question_id}-{time.strftime('%Y%m%d-%H%M%S')}-{result.run_id[:6]}.json"
-
-
-def _answer_output(result: Result, trace_path: str) -> AnswerOutput:
-    return AnswerOutput(
-        question_id=result.question_id,
-        answer=result.answer,
-        answer_text=result.answer_text,
-        reasoning=result.reasoning,
-        citations=result.citations,
-        degraded=result.degraded,
-        levels_visited=result.levels_visited,
-        trace_path=trace_path,
-    )

@@ -14,7 +14,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, Field
+
 from memory_builders.progress import BuildProgress, StageBar, StageUpdate
+from videotapestry.agents.state import Citation, Degradation
 from videotapestry.errors import VideoTapestryError
 
 if TYPE_CHECKING:
@@ -105,25 +108,58 @@ async def answer_question(
     )
 
 
-def answer_payload(result: Result, *, trace: str | None = None) -> dict[str, Any]:
-    """What a client is sent for an answer: the result as ``ask --json`` prints it, each
-    citation's moments as seconds to seek a player to, and every degradation rendered, so a
-    fallback is shown wherever the answer is (SPEC §7a)."""
-    payload = result.to_dict()
-    payload["answer_text"] = payload.get("answer_text") or ""
-    payload["citations"] = [
-        {
-            "claim": citation.claim,
-            "sources": [
-                {**source.model_dump(mode="json"), "seek_s": source.start_s}
-                for source in citation.sources
-            ],
-        }
-        for citation in result.citations
-    ]
-    payload["degraded_text"] = [degradation.render() for degradation in result.degraded]
-    payload["trace"] = trace
-    return payload
+class ServedAnswer(BaseModel):
+    """An answer as both front ends send it (a REST question job's result, the MCP
+    ``answer_question`` tool's output): what ``ask --json`` prints of a run, less its
+    internals, with every degradation also rendered, so a fallback is shown wherever the
+    answer is (SPEC §7a)."""
+
+    question_id: str
+    run_id: str
+    question: str
+    options: list[str] = Field(description="the options asked; none for a free-form question")
+    answer: str = Field(description="the option letter, or the answer in words (free-form)")
+    answer_text: str = Field(description="the answer in words")
+    reasoning: str
+    variant: str
+    citations: list[Citation] = Field(
+        description="each claim with the moments it rests on (seek a player to start_s)"
+    )
+    degraded: list[Degradation] = Field(
+        description="what this run lost of the method; empty for a faithful run"
+    )
+    degraded_text: list[str] = Field(description="each degradation as one line to show")
+    observation_disabled: str | None = Field(
+        description="why no frame or speech was observed (a memory-only question), else null"
+    )
+    levels_visited: list[str]
+    usage: dict[str, Any] = Field(description="model calls, tokens and cost of the run")
+    elapsed_s: float
+    trace: str | None = Field(
+        description="where the saved trace is read: its path under the roots (MCP "
+        "read_trace) or its URL (REST)"
+    )
+
+    @classmethod
+    def of(cls, result: Result, *, trace: str | None) -> ServedAnswer:
+        return cls(
+            question_id=result.question_id,
+            run_id=result.run_id,
+            question=result.question,
+            options=list(result.options),
+            answer=result.answer,
+            answer_text=result.answer_text or "",
+            reasoning=result.reasoning,
+            variant=result.variant,
+            citations=list(result.citations),
+            degraded=list(result.degraded),
+            degraded_text=[degradation.render() for degradation in result.degraded],
+            observation_disabled=result.observation_disabled,
+            levels_visited=list(result.levels_visited),
+            usage=result.usage.to_dict(),
+            elapsed_s=round(result.elapsed_s, 3),
+            trace=trace,
+        )
 
 
 def level_event(event: dict[str, Any]) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ import json
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from videotapestry.serve.jobs import Job, JobKind, JobStore
 from videotapestry.serve.operations import (
     JobCancelledError,
     ReportingProgress,
-    answer_payload,
+    ServedAnswer,
     answer_question,
     build_memory,
     level_event,
@@ -34,8 +35,12 @@ from videotapestry.trace import scrub
 
 if TYPE_CHECKING:
     from videotapestry.api import VideoTapestry
+    from videotapestry.eval.session import EvalSpec
 
 _log = logging.getLogger(__name__)
+
+#: The inputs of a job that name a file or folder (stored resolved, shown relative).
+_PATH_INPUTS = ("video", "out", "subtitles", "memory", "annotations", "videos", "memories")
 
 #: A build's progress is written to the store and sent to its followers at most this often
 #: per stage (a share of the stage's total): a scan advances once a frame.
@@ -127,15 +132,29 @@ class JobRunner:
             task.cancel()
         return self._set(job_id, state="cancelled", error="cancelled by the client")
 
+    def shown(self, job: Job) -> Job:
+        """A job as clients see it: the paths of its inputs named relative to their root, as
+        the library lists them (the store keeps them resolved, so a job runs on the files it
+        was given even if another root later holds the same name)."""
+        inputs = dict(job.inputs)
+        for key in _PATH_INPUTS:
+            value = inputs.get(key)
+            if isinstance(value, str) and Path(value).is_absolute():
+                inputs[key] = self.roots.relative(Path(value))
+        return job.model_copy(update={"inputs": inputs})
+
+    def shown_by_id(self, job_id: str) -> Job:
+        return self.shown(self.store.get(job_id))
+
     async def follow(self, job_id: str) -> AsyncIterator[dict[str, Any]]:
         """A job's events: its state now, what it does from then on, and its end."""
         job = self.store.get(job_id)
-        yield {"type": "job", "job": job.model_dump(mode="json")}
+        yield {"type": "job", "job": self.shown(job).model_dump(mode="json")}
         log = self._logs.get(job_id)
         if log is not None and not job.finished:
             async for event in log.follow():
                 yield event
-        yield {"type": "end", "job": self.store.get(job_id).model_dump(mode="json")}
+        yield {"type": "end", "job": self.shown_by_id(job_id).model_dump(mode="json")}
 
     async def stop(self) -> None:
         """Stop what runs; unfinished jobs stay unfinished in the store, to be resumed."""
@@ -160,7 +179,7 @@ class JobRunner:
                 if self.store.get(job.id).finished:  # cancelled while it waited
                     return
                 job = self._set(job.id, state="running", attempts=job.attempts + 1)
-                work = {"build": self._build, "ask": self._ask}.get(job.kind)
+                work = {"build": self._build, "ask": self._ask, "eval": self._eval}.get(job.kind)
                 if work is None:
                     raise VideoTapestryError(f"job kind {job.kind!r} is not served")
                 result = await work(job)
@@ -220,7 +239,96 @@ class JobRunner:
         )
         trace = self.traces / f"{job.id}.json"
         await asyncio.to_thread(result.save_trace, trace)
-        return answer_payload(result, trace=job.id)
+        return ServedAnswer.of(result, trace=f"/api/jobs/{job.id}/trace").model_dump(mode="json")
+
+    async def _eval(self, job: Job) -> dict[str, Any]:
+        """A benchmark run into its run directory; a server restarted part-way runs the same
+        spec again, which keeps every finished record and asks only the rest."""
+        from videotapestry.eval.runner import check_variants
+        from videotapestry.eval.session import (
+            run_evaluation,
+            select_questions,
+            summarize,
+            write_outputs,
+        )
+        from videotapestry.executors import make_executor
+
+        spec = self._eval_spec(job)
+        vt = self.vt
+        if spec.subtitles is not None:  # as ``eval --subtitles``: the benchmark's own text
+            vt = _with_subtitles(vt)
+        variants = check_variants(spec.variants or [vt.config.variant])
+        spec = replace(spec, options=replace(spec.options, variants=variants))
+        questions = await asyncio.to_thread(select_questions, spec)
+        counted = {"done": 0, "total": 0}
+
+        def planned(units: int, reused: int) -> None:
+            counted["total"] = units
+            self._eval_progress(job.id, counted, reused)
+
+        def recorded(_record: object) -> None:
+            counted["done"] += 1
+            self._eval_progress(job.id, counted)
+
+        executor = make_executor(vt.config)
+        concurrency = spec.options.concurrency
+        with executor.answerer(vt, spec.variants, concurrency=concurrency) as answerer:
+            run_dir, outcome = await run_evaluation(
+                vt, spec, questions, answerer=answerer, on_record=recorded, on_plan=planned
+            )
+        try:
+            written = await asyncio.to_thread(write_outputs, run_dir, spec.benchmark, outcome)
+            note = None
+        except (VideoTapestryError, OSError) as exc:  # the records stand without a report
+            written, note = [], scrub(f"no report written: {exc}")
+        result = {
+            "run": self.roots.relative(run_dir),
+            "files": [self.roots.relative(path) for path in written],
+            "variants": [figures.to_json() for figures in summarize(outcome)],
+            "written": outcome.written,
+            "reused": outcome.reused,
+            "stopped": outcome.stopped,
+            "note": note,
+        }
+        if outcome.stopped:  # an error that would repeat on every question stopped the run
+            self._set(job.id, result=result)
+            raise VideoTapestryError(f"the run stopped early: {outcome.stopped}")
+        return result
+
+    def _eval_spec(self, job: Job) -> EvalSpec:
+        from videotapestry.eval.runner import RunnerOptions
+        from videotapestry.eval.session import EvalSpec
+
+        inputs = job.inputs
+        resolve = self.roots.resolve
+        return EvalSpec(
+            benchmark=inputs["benchmark"],
+            annotations=resolve(inputs["annotations"]),
+            memories=resolve(inputs["memories"], must_exist=False),
+            out=resolve(inputs["out"], must_exist=False),
+            options=RunnerOptions(
+                variants=tuple(inputs.get("variants") or ()),
+                concurrency=inputs.get("concurrency", 4),
+                build_missing=inputs.get("build_missing", False),
+                build_missing_hint='send "build_missing": true',
+                retry_failed=inputs.get("retry_failed", True),
+            ),
+            videos=resolve(inputs["videos"]) if inputs.get("videos") else None,
+            subtitles=resolve(inputs["subtitles"]) if inputs.get("subtitles") else None,
+            mode=inputs.get("mode", "mc"),
+            duration=inputs.get("duration"),
+            ids=frozenset(inputs.get("ids") or ()),
+            limit=inputs.get("limit"),
+            force=inputs.get("force", False),
+            command=("videotapestry", "serve", "eval job", job.id),
+        )
+
+    def _eval_progress(self, job_id: str, counted: dict[str, int], reused: int = 0) -> None:
+        figures = {"stage": "eval", "done": counted["done"], "total": counted["total"]}
+        if reused:
+            figures["reused"] = reused
+        self._set(job_id, progress=figures)
+        self._event(job_id, {"type": "progress", **figures})
 
     def _stage_reporter(self, job_id: str) -> Callable[[str, float, float | None], None]:
         written: dict[str, float] = {}
@@ -253,6 +361,16 @@ class JobRunner:
         log = self._logs.get(job_id)
         if log is not None:
             log.add(event)
+
+
+def _with_subtitles(vt: VideoTapestry) -> VideoTapestry:
+    """The server's facade reading the benchmark's subtitles instead of running ASR,
+    sharing its models and embedder."""
+    from videotapestry.api import VideoTapestry
+
+    return VideoTapestry(
+        vt.config, overrides=["asr.source=subtitles"], service=vt.service, embedder=vt.embedder
+    )
 
 
 def _answer_key(inputs: dict[str, Any]) -> str:

@@ -160,7 +160,7 @@ document.getElementById("ask-form").addEventListener("submit", async (event) => 
   const body = {
     kind: "ask",
     memory: document.getElementById("memory-select").value,
-    video: state.current ? state.current.path : null,
+    video: state.current && !document.getElementById("memory-only").checked ? state.current.path : null,
     question: document.getElementById("question").value,
     options,
   };
@@ -182,6 +182,7 @@ function resetResult() {
   document.getElementById("result").hidden = false;
   for (const id of ["timeline", "citations", "degraded"]) document.getElementById(id).replaceChildren();
   document.getElementById("degraded").hidden = true;
+  document.getElementById("unobserved").hidden = true;
   document.getElementById("answer").textContent = "…";
   document.getElementById("reasoning").textContent = "";
 }
@@ -215,13 +216,16 @@ function showAnswer(job) {
   const degraded = document.getElementById("degraded");
   for (const line of r.degraded_text || []) degraded.append(el("li", {}, `degraded: ${line}`));
   degraded.hidden = !(r.degraded_text || []).length;
+  const unobserved = document.getElementById("unobserved");
+  unobserved.textContent = r.observation_disabled ? `not observed: ${r.observation_disabled}` : "";
+  unobserved.hidden = !r.observation_disabled;
   const citations = document.getElementById("citations");
   if (!r.citations.length) citations.append(el("li", { class: "muted" }, "the answer cites nothing"));
   for (const citation of r.citations) {
     const buttons = citation.sources.map((source) => el("button", {
-      type: "button", class: "plain cite", dataset: { seek: String(source.seek_s), id: source.id },
-      title: source.text || source.id, onclick: () => seek(source.seek_s),
-    }, clock(source.seek_s)));
+      type: "button", class: "plain cite", dataset: { seek: String(source.start_s), id: source.id },
+      title: source.text || source.id, onclick: () => seek(source.start_s),
+    }, clock(source.start_s)));
     citations.append(el("li", {}, ...buttons, citation.claim));
   }
   document.getElementById("trace-page").href = `/api/jobs/${job.id}/trace.html`;
@@ -274,7 +278,9 @@ async function refreshJobs() {
   let jobs = [];
   try { jobs = await api("/api/jobs"); } catch (e) { return; }
   list.replaceChildren(...jobs.slice(0, 20).map((job) => {
-    const what = job.kind === "ask" ? job.inputs.question : job.inputs.video;
+    const what = job.kind === "ask" ? job.inputs.question
+      : job.kind === "eval" ? `${job.inputs.benchmark} → ${job.inputs.out}`
+        : job.inputs.video;
     return el("li", { dataset: { state: job.state } },
       el("span", { class: "time" }, new Date(job.created_at * 1000).toLocaleTimeString()),
       `${job.kind} · ${job.state} · `, what || "", job.error ? ` · ${job.error}` : "");
