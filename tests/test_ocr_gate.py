@@ -11,10 +11,19 @@ import pytest
 
 from videotapestry.config import BuilderOcrSettings
 from videotapestry.errors import ConfigError
-from videotapestry.ocr import OcrHit, OcrStats, RapidOcrEngine, TextBox, read_texts, text_key
+from videotapestry.ocr import (
+    OcrHit,
+    OcrStats,
+    RapidOcrEngine,
+    TextBox,
+    read_texts,
+    text_key,
+    thumbnail,
+)
 from videotapestry.ocr.gate import (
     DETECTOR_MAX_RATIO,
     box_changed,
+    changed_cells,
     frame_reader,
     grow_regions,
     regions_from_cells,
@@ -166,3 +175,29 @@ def test_auto_without_rapidocr_is_reported_not_silent(monkeypatch: pytest.Monkey
     assert make_ocr_engine(auto) is None
     assert "offline" in (missing_ocr(auto, None) or "")
     assert missing_ocr(BuilderOcrSettings(engine="none"), None) is None
+
+
+def _slide(counter: str, seed: int) -> np.ndarray:
+    """A still slide with a counter in small print in its corner (the sample video's slides)."""
+    rng = np.random.default_rng(seed)
+    image = np.full((360, 640, 3), (30, 30, 30), np.uint8)
+    image = np.clip(image + rng.integers(0, 6, image.shape), 0, 255).astype(np.uint8)
+    font = cv2.FONT_HERSHEY_SIMPLEX
+    cv2.putText(image, "SITE MAP", (40, 70), font, 1.5, (240, 240, 240), 3, cv2.LINE_AA)
+    cv2.putText(image, counter, (560, 345), font, 0.5, (150, 150, 150), 1, cv2.LINE_AA)
+    return image
+
+
+def test_small_print_that_changes_below_the_thumbnail_is_read_again(engine) -> None:
+    first, second = _slide("1 / 20", 0), _slide("2 / 20", 1)
+    # The thumbnail's cells (1/64 of the width) do not see the counter's digit change ...
+    gray = [thumbnail(image) for image in (first, second)]
+    assert not changed_cells(gray[0], gray[1], 12.0).any()
+    reader = frame_reader(engine, BuilderOcrSettings(gate="regions"), OcrStats())
+    assert "120" in {text_key(h.text).replace(" ", "") for h in reader.hits(first)}
+    # ... but the counter's own box, compared with itself in finer cells, does.
+    detections = engine.detections
+    texts = {text_key(h.text) for h in reader.hits(second)}
+    assert "220" in texts and "120" not in texts, texts
+    assert "sitemap" in texts
+    assert engine.detections == detections + 1  # one small region, not the whole frame

@@ -83,9 +83,10 @@ class BuilderOcrSettings(StrictModel):
     min_confidence: float = Field(0.6, ge=0, le=1)
     min_chars: int = Field(2, ge=1)
     gate: Literal["regions", "frame", "none"] = Field(
-        "frame",
+        "regions",
         description="what of a kept frame is read again (videotapestry/ocr/): regions: only "
-        "the bands whose picture changed, and in them only the text boxes that changed; "
+        "the bands whose picture changed, and in them only the text boxes that changed "
+        "(each box also compared with itself, so small print that changes is read again); "
         "frame: the whole frame when its thumbnail changed (change_threshold); none: every "
         "kept frame, whole",
     )

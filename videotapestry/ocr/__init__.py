@@ -11,7 +11,10 @@ texts were read from, what to read again:
 
 - ``regions`` (the default): the frame and that picture are compared as grey thumbnails
   (cells of 1/64 of the width). A frame with no cell changed by more than
-  ``region_threshold`` grey levels is not read at all. A change lying wholly inside a text
+  ``region_threshold`` grey levels, and no text box already read whose own pixels changed
+  (each box is compared with itself in cells an eighth of its height, since small print
+  changing in a still picture, a slide counter, is lost in the thumbnail's cells), is not
+  read at all; a changed box is a region of its own. A change lying wholly inside a text
   box already read (a ticking clock) is recognized again in that box, without the detector.
   Any other group of changed cells becomes a region, grown to cover every text box it
   touches (a line of text is read whole), that goes through the detector; a box found there

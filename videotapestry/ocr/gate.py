@@ -292,11 +292,19 @@ class RegionReader:
             regions = whole
         else:
             cells = changed_cells(self._thumb, thumbnail(grey), self.threshold)
-            if not cells.any():
-                return [r.hit for r in self._reads]
             in_place, in_place_cells, groups = self._in_place(
-                cell_groups(cells, width, height), height / len(cells)
+                cell_groups(cells, width, height) if cells.any() else [], height / len(cells)
             )
+            # A box whose pixels changed below the thumbnail's resolution (a slide counter
+            # going from 1 to 2 in small print) is read again as a region of its own: the new
+            # text may be wider than the old box.
+            groups += [
+                _rect(r.box.bounds)
+                for r in self._reads
+                if r not in in_place and box_changed(before, grey, r.box.bounds, self.threshold)
+            ]
+            if not groups and not in_place:
+                return [r.hit for r in self._reads]
             regions = grow_regions(
                 [with_margin(g, width, height) for g in groups],
                 [r.box.bounds for r in self._reads],
