@@ -68,7 +68,7 @@ class BuilderPerceptionSettings(StrictModel):
 
 class BuilderOcrSettings(StrictModel):
     engine: Literal["auto", "rapidocr", "none"] = Field(
-        "none",
+        "auto",
         description="none: on-screen text comes from the perception model only; rapidocr: "
         "also OCRText nodes with exact times (behind the gate, about 0.1 s of CPU per frame "
         "with new text); auto: rapidocr when installed (the offline extra), else none, "
