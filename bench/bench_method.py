@@ -303,6 +303,10 @@ def latency_run(embedder, video: Path, memory_dir: Path, subs: Path, *, prefetch
 #: The decoding settings section 5 compares: (label, overrides).
 DECODING = (
     ("frame_reuse=0 (exact frames), threads", ("video.frame_reuse=0",)),
+    (
+        "  the same, unreferenced frames decoded",
+        ("video.frame_reuse=0", "video.skip_unreferenced=false"),
+    ),
     ("frame_reuse=0.25, threads", ("video.frame_reuse=0.25",)),
     ("frame_reuse=0.25, decode_workers=2", ("video.frame_reuse=0.25", "video.decode_workers=2")),
 )

@@ -505,3 +505,31 @@ def test_parallel_decoders_return_exactly_the_frames_one_reader_would(media, kin
             assert np.array_equal(a.image, b.image)
         assert_true_frames(together, video.fps)
         assert decode_indices([one, two], []) == []
+
+
+def test_pyav_skips_unreferenced_frames_far_from_a_target_and_returns_the_same_pixels(
+    media,
+) -> None:
+    video = media["h264"]  # x264 with B-frames, a keyframe every 60 frames
+    rng = np.random.default_rng(3)
+    indices = sorted(int(i) for i in rng.choice(video.frame_count, 30, replace=False))
+    skips, decodes_all = VideoConfig(backend="pyav"), VideoConfig(skip_unreferenced=False)
+    with open_video(video.path, skips) as skipping, open_video(video.path, decodes_all) as plain:
+        fast = skipping.frames_at_indices(indices)
+        reference = plain.frames_at_indices(indices)
+        decoded = (skipping.frames_decoded, plain.frames_decoded)
+    for got, want in zip(fast, reference, strict=True):
+        assert got.index == want.index and np.array_equal(got.image, want.image)
+    assert_true_frames(fast, video.fps)
+    assert decoded[0] < decoded[1], decoded  # how much less is a bench figure
+
+
+def test_pyav_decodes_a_target_again_when_skipping_passed_it(media) -> None:
+    # A margin of 0 switches skipping off only at the target itself, after the decoder may
+    # already have dropped it (B-frames come out late): the reader must notice and decode it
+    # again without skipping, returning the true frame.
+    video = media["h264"]
+    with open_video(video.path, VideoConfig(backend="pyav")) as reader:
+        reader.skip_margin = 0
+        frames = reader.frames_at_indices(list(range(5, video.frame_count, 7)))
+    assert_true_frames(frames, video.fps)

@@ -47,6 +47,12 @@ class VideoConfig(StrictModel):
         "cannot open or decode the file",
     )
     decode_threads: int = Field(0, ge=0, description="0 lets the decoder choose")
+    skip_unreferenced: bool = Field(
+        True,
+        description="pyav: while decoding toward a frame far past its keyframe, skip the "
+        "frames no other frame refers to (most B-frames); the frames returned are the same "
+        "pixels, for about a third less decoding",
+    )
     keyframe_snap: float = Field(
         0.25,
         ge=0.0,
