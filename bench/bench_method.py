@@ -141,16 +141,20 @@ class PhaseTimer:
 
 
 def install_timers() -> PhaseTimer:
-    from videotapestry.agents import focus, overview, tools
+    from videotapestry.agents import focus, overview
     from videotapestry.embeddings import SentenceTransformerEmbedder
     from videotapestry.llm.service import ModelSession
     from videotapestry.memory import MemoryLocator
     from videotapestry.prompts import PromptRegistry
 
     timer = PhaseTimer()
-    timer.wrap(tools, "decode_indices", "decode frames (all observations)")
-    timer.wrap(tools, "overview_images", "grids + JPEG (Overview)")
-    timer.wrap(tools, "frame_images", "resize + label + JPEG (Skim/Focus)")
+    from videotapestry.video import frame_workers
+
+    # An observation's frames are sampled, decoded and encoded by ``render_frames``, which
+    # looks these up in its own module (in-process; decode workers are not timed here).
+    timer.wrap(frame_workers, "decode_indices", "decode frames (all observations)")
+    timer.wrap(frame_workers, "overview_images", "grids + JPEG (Overview)")
+    timer.wrap(frame_workers, "frame_images", "resize + label + JPEG (Skim/Focus)")
     timer.wrap(focus, "select_focus_evidence", "PACE-Mem selection (Focus)")
     timer.wrap(overview, "question_anchors", "anchor extraction (regex fallback)")
     timer.wrap(MemoryLocator, "locate", "multi-anchor locator")
@@ -284,6 +288,7 @@ def latency_run(embedder, video: Path, memory_dir: Path, subs: Path, *, prefetch
             try:
                 await ask(vt, video, memory_dir, subs, QUESTIONS[0])  # warm: memory loaded
                 vt.frames = FrameCache(vt.config.video.frame_cache_mb * 2**20)
+                vt.renders = RenderCache(vt.config.video.render_cache_mb * 2**20)
                 server.latency_s = 1.0
                 for cache_state, question in (("cold", QUESTIONS[1]), ("cached", QUESTIONS[2])):
                     server.reset()
@@ -307,6 +312,7 @@ DECODING = (
         "  the same, unreferenced frames decoded",
         ("video.frame_reuse=0", "video.skip_unreferenced=false"),
     ),
+    ("  the same, no render cache", ("video.frame_reuse=0", "video.render_cache_mb=0")),
     ("frame_reuse=0.25, threads", ("video.frame_reuse=0.25",)),
     ("frame_reuse=0.25, decode_workers=2", ("video.frame_reuse=0.25", "video.decode_workers=2")),
 )
@@ -317,7 +323,7 @@ def decoding_overheads(
 ) -> list[tuple[str, float, float, int]]:
     """(label, first-question overhead, mean further-question overhead, frames decoded) per
     setting of ``DECODING``; overhead is wall time less the fake server's HTTP time."""
-    from videotapestry.video import FrameCache
+    from videotapestry.video import FrameCache, RenderCache
 
     rows = []
     for label, overrides in DECODING:

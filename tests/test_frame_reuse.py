@@ -64,3 +64,31 @@ def test_two_questions_on_one_video_decode_the_frames_they_share_once(
     assert {i: n for i, n in decoded.items() if i != 0 and n > 1} == {}
     assert vt.frames.stats.hits > 0
     assert sum(decoded.values()) - after_first < after_first
+
+
+@pytest.mark.parametrize("render_cache_mb", [64, 0])
+def test_a_further_question_sends_the_overview_the_images_it_rendered_before(
+    server, embedder, video: Path, monkeypatch: pytest.MonkeyPatch, render_cache_mb: int
+) -> None:
+    from videotapestry.video import frame_workers
+
+    encoded: list[int] = []
+    real = frame_workers.overview_images
+
+    def counted(frames, *args, **kwargs):
+        encoded.append(len(frames))
+        return real(frames, *args, **kwargs)
+
+    monkeypatch.setattr(frame_workers, "overview_images", counted)
+    server.on(None, ScriptedModel())
+    vt = make_vt(server, embedder, f"video.render_cache_mb={render_cache_mb}")
+    first = ask(vt, video)
+    second = ask(vt, video, question=QUESTION.replace("?", " exactly?"))
+
+    def overview_grids(result) -> list[str]:
+        return [image.sha256 for image in result.images if len(image.timestamps) > 1]
+
+    assert overview_grids(first) and overview_grids(second) == overview_grids(first)
+    # Rendered once with the cache (the same bytes come back), twice without it.
+    assert len(encoded) == (1 if render_cache_mb else 2)
+    assert (vt.renders.hits > 0) == bool(render_cache_mb)

@@ -51,7 +51,7 @@ from videotapestry.result import (
 )
 from videotapestry.run_setup import open_run_context
 from videotapestry.variants import REASSEMBLY_VARIANTS, variant_named
-from videotapestry.video import FrameCache, VideoReader, frame_workers_for
+from videotapestry.video import FrameCache, RenderCache, VideoReader, frame_workers_for
 from videotapestry.views.trace_html import result_fragment
 
 T = TypeVar("T")
@@ -97,6 +97,8 @@ class VideoTapestry:
         self._memories = MemoryCache(self.embedder, self.config.evidence, self.config.asr)
         #: Decoded frames every question of this facade (and its variants) can reuse.
         self.frames = FrameCache(self.config.video.frame_cache_mb * 2**20)
+        #: Rendered observations (grids, JPEG bytes) every question of this facade can reuse.
+        self.renders = RenderCache(self.config.video.render_cache_mb * 2**20)
         #: The processes that decode and encode observation frames (``video.decode_workers``;
         #: None decodes in threads); started on the first frames, stopped by ``aclose``.
         self.frame_workers = frame_workers_for(self.config.video)
@@ -115,6 +117,7 @@ class VideoTapestry:
         sibling.prompts = self.prompts
         sibling._memories = self._memories
         sibling.frames = self.frames
+        sibling.renders = self.renders
         sibling.frame_workers = self.frame_workers
         return sibling
 
@@ -504,6 +507,7 @@ class VideoTapestry:
             embedder=self.embedder,
             memories=self._memories,
             frames=self.frames,
+            renders=self.renders,
             frame_workers=self.frame_workers,
             no_video=no_video,
             progress=progress,

@@ -66,6 +66,8 @@ class PromptRegistry:
             raise PromptError(f"prompt override directory {self.override_dir} does not exist")
         search = [str(d) for d in (self.override_dir, self.base_dir) if d is not None]
         self._loader = jinja2.FileSystemLoader(search)
+        #: (file name, its text) -> (the variables it reads, the templates it includes).
+        self._parsed: dict[tuple[str, str], tuple[frozenset[str], tuple[str, ...]]] = {}
         self._env = jinja2.Environment(
             loader=self._loader,
             undefined=jinja2.StrictUndefined,
@@ -155,15 +157,25 @@ class PromptRegistry:
         seen.add(filename)
         try:
             text = self._loader.get_source(self._env, filename)[0]
-            ast = self._env.parse(text)
         except jinja2.TemplateNotFound:
             raise PromptError(f"prompt partial {filename!r} not found") from None
-        except jinja2.TemplateSyntaxError as exc:
-            raise PromptError(
-                f"prompt template {filename} line {exc.lineno}: {exc.message}"
-            ) from None
-        found = set(meta.find_undeclared_variables(ast))
-        for child in meta.find_referenced_templates(ast):
-            if child:
-                found |= self._variables(child, seen)
+        # Parsed once per text (a prompt is rendered several times a question; an edited
+        # override file has another text, so it is parsed again).
+        parsed = self._parsed.get((filename, text))
+        if parsed is None:
+            try:
+                ast = self._env.parse(text)
+            except jinja2.TemplateSyntaxError as exc:
+                raise PromptError(
+                    f"prompt template {filename} line {exc.lineno}: {exc.message}"
+                ) from None
+            included = tuple(child for child in meta.find_referenced_templates(ast) if child)
+            parsed = self._parsed[(filename, text)] = (
+                frozenset(meta.find_undeclared_variables(ast)),
+                included,
+            )
+        own, partials = parsed
+        found = set(own)
+        for child in partials:
+            found |= self._variables(child, seen)
         return found

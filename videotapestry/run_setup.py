@@ -30,6 +30,7 @@ from videotapestry.video import (
     FrameWorkers,
     ProxyLookup,
     ProxyReader,
+    RenderCache,
     VideoInfo,
     VideoReader,
     find_proxy,
@@ -62,6 +63,7 @@ def open_run_context(
     progress: ProgressCallback | None,
     readers: Sequence[VideoReader] = (),
     frames: FrameCache | None = None,
+    renders: RenderCache | None = None,
     frame_workers: FrameWorkers | None = None,
 ) -> RunContext:
     """The context one question runs in; its decoders are the caller's to close
@@ -122,6 +124,7 @@ def open_run_context(
         video=reader,
         extra_decoders=decoders[1:],
         frame_workers=frame_workers,
+        renders=renders,
         transcripts=transcripts,
         embedder=embedder,
         locator=loaded.locator,

@@ -23,7 +23,7 @@ from videotapestry.memory import MemoryLocator, VideoMemory
 from videotapestry.prompts import PromptRegistry
 from videotapestry.retrieval import PackedClips
 from videotapestry.variants import Variant, variant_named
-from videotapestry.video import FrameCache, FrameWorkers, VideoReader
+from videotapestry.video import FrameCache, FrameWorkers, RenderCache, VideoReader
 
 _log = logging.getLogger(__name__)
 
@@ -41,6 +41,8 @@ class RunContext:
     extra_decoders: list[VideoReader] = field(default_factory=list)
     #: The facade's decoding processes (``video.decode_workers``); None decodes in a thread.
     frame_workers: FrameWorkers | None = None
+    #: The facade's rendered observations, reused when a job is rendered again.
+    renders: RenderCache | None = None
     transcripts: TranscriptSource | None = None
     embedder: Embedder | None = None
     locator: MemoryLocator | None = None

@@ -30,6 +30,7 @@ from videotapestry.video import (
     individual_frame_budget,
     overview_frame_budget,
     render_frames,
+    render_key,
     window_indices,
 )
 
@@ -130,13 +131,23 @@ def frame_job(
 
 
 async def render(ctx: RunContext, job: FrameJob) -> RenderedFrames:
-    """``job``'s frames, off the event loop: in the facade's frame workers when it has them
+    """``job``'s frames, off the event loop: from the facade's render cache when an earlier
+    observation rendered the same job, else in its frame workers when it has them
     (``video.decode_workers``), else in a thread with the question's decoders."""
+    proxy = isinstance(ctx.decoders[0], ProxyReader)
+    renders = ctx.renders if ctx.config.video.frame_reuse == 0 else None
+    key = render_key(job, proxy=proxy)
+    if renders is not None and (kept := renders.get(key)) is not None:
+        return kept
     # A frame proxy is decoded here: the workers open the video itself, whose keyframes
     # (and so its snapped samples) the proxy only reproduces through its own reader.
-    if ctx.frame_workers is not None and not isinstance(ctx.decoders[0], ProxyReader):
-        return await asyncio.to_thread(ctx.frame_workers.render, job)
-    return await asyncio.to_thread(render_frames, ctx.decoders, job)
+    if ctx.frame_workers is not None and not proxy:
+        rendered = await asyncio.to_thread(ctx.frame_workers.render, job)
+    else:
+        rendered = await asyncio.to_thread(render_frames, ctx.decoders, job)
+    if renders is not None:
+        renders.put(key, rendered)
+    return rendered
 
 
 async def _look(ctx: RunContext, record: Observation, job: FrameJob, *, agent: str) -> Observation:

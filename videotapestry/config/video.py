@@ -87,6 +87,14 @@ class VideoConfig(StrictModel):
         "and questions of one VideoTapestry (a conversation's turns, an eval's questions of "
         "one video); 0 keeps none",
     )
+    render_cache_mb: int = Field(
+        64,
+        ge=0,
+        description="rendered observations (the frames' grids and JPEG bytes) kept for asking "
+        "again: a further question of a video sends the Overview the same images; not used "
+        "with frame_reuse above 0 (a render then depends on what was decoded before); 0 keeps "
+        "none",
+    )
     decode_workers: int = Field(
         0,
         ge=0,

@@ -39,6 +39,7 @@ from videotapestry.video.reader import (
     open_video,
     with_cache,
 )
+from videotapestry.video.render_cache import RenderCache, render_key
 from videotapestry.video.sampling import (
     decode_indices,
     sample_uniform,
@@ -70,6 +71,7 @@ __all__ = [
     "ProxyReader",
     "PyAVReader",
     "RateSampler",
+    "RenderCache",
     "RenderedFrames",
     "SequentialPass",
     "TimeWindow",
@@ -95,6 +97,7 @@ __all__ = [
     "proxy_max_side",
     "remove_proxy",
     "render_frames",
+    "render_key",
     "sample_uniform",
     "sample_windows",
     "uniform_indices",

@@ -1,0 +1,67 @@
+"""An observation's images kept for asking again: the same frames, grids and JPEG bytes.
+
+Every question of a video sends the Overview the same frames (uniform over the whole video,
+snapped to the same keyframes), laid out in the same grids: re-encoding them is the largest
+CPU cost of a further question once its frames are decoded (bench_method.py). A render is
+kept under everything that decides it (the ``FrameJob``: video fingerprint, windows, count,
+layout, image and video settings) and whether a frame proxy was decoded, so a different
+video, window or setting never gets it, and what is sent is byte for byte what rendering
+again would send. Least recently used renders go first once the byte budget is spent.
+Thread-safe: observations render in worker threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from videotapestry.video.frame_workers import FrameJob, RenderedFrames
+
+
+def render_key(job: FrameJob, *, proxy: bool) -> str:
+    """What decides a render. The pydantic settings inside the job print every field."""
+    return f"{'proxy' if proxy else 'source'}|{job!r}"
+
+
+def _size(rendered: RenderedFrames) -> int:
+    return sum(len(image.jpeg) for image in rendered.images)
+
+
+class RenderCache:
+    """At most ``max_bytes`` of rendered observations, least recently used dropped first."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max(0, int(max_bytes))
+        self.hits = 0
+        self.misses = 0
+        self._renders: OrderedDict[str, RenderedFrames] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    def get(self, key: str) -> RenderedFrames | None:
+        with self._lock:
+            rendered = self._renders.get(key)
+            if rendered is None:
+                self.misses += 1
+                return None
+            self._renders.move_to_end(key)
+            self.hits += 1
+            return rendered
+
+    def put(self, key: str, rendered: RenderedFrames) -> None:
+        size = _size(rendered)
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._renders.pop(key, None)
+            if old is not None:
+                self._bytes -= _size(old)
+            self._renders[key] = rendered
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, dropped = self._renders.popitem(last=False)
+                self._bytes -= _size(dropped)
