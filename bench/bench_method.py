@@ -55,7 +55,7 @@ from videotapestry.memory import save_memory
 from videotapestry.testing import FakeOpenAIServer
 from videotapestry.testing.memories import synthetic_memory
 from videotapestry.testing.scripted import ScriptedModel
-from videotapestry.video import FrameCache
+from videotapestry.video import FrameCache, RenderCache
 
 REANSWERED = "  (reanswer: Answer call only)"
 CACHE = Path(__file__).resolve().parent / ".cache" / "method"
@@ -323,8 +323,6 @@ def decoding_overheads(
 ) -> list[tuple[str, float, float, int]]:
     """(label, first-question overhead, mean further-question overhead, frames decoded) per
     setting of ``DECODING``; overhead is wall time less the fake server's HTTP time."""
-    from videotapestry.video import FrameCache, RenderCache
-
     rows = []
     for label, overrides in DECODING:
         vt = make_vt(server, embedder, "full", *overrides)
@@ -333,6 +331,7 @@ def decoding_overheads(
             try:
                 await ask(vt, video, memory, subs, QUESTIONS[-1])  # loads the memory
                 vt.frames = FrameCache(vt.config.video.frame_cache_mb * 2**20)
+                vt.renders = RenderCache(vt.config.video.render_cache_mb * 2**20)
                 if vt.frame_workers is not None:
                     vt.frame_workers.close()  # their frame caches go with them
                 overheads = []
