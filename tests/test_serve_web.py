@@ -288,12 +288,9 @@ def test_kill_9_during_a_build_resumes_without_repeating_a_clip(
         job = server.post("/api/jobs", {"kind": "build", "video": "sample.mp4"})
         _kill_9_once(server, job["id"], lambda: checkpoints.is_dir() and any(checkpoints.iterdir()))
         finished_clips = len(list(checkpoints.glob("*.json")))
-        server = start_server(root, tmp_path / "data")
-        resumed = server.wait_job(job["id"])
     finally:
         server.stop()
-    assert resumed["state"] == "done", resumed
-    assert resumed["attempts"] == 2
+    resumed = _restarted_until_done(root, tmp_path / "data", job["id"])
     perception = _stage(resumed["result"]["report"], "perception")
     clips = ui_build["job"]["result"]["report"]["clips"]
     assert _stage(ui_build["job"]["result"]["report"], "perception")["computed"] == clips
@@ -312,6 +309,19 @@ def _kill_9_once(server: Server, job_id: str, ready: Callable[[], bool]) -> None
         time.sleep(0.05)
     server.kill()
     assert server.process.returncode == -9
+
+
+def _restarted_until_done(root: Path, data: Path, job_id: str) -> dict[str, Any]:
+    """Start a server again on ``data`` and wait for the job it resumes; it must finish on
+    its second attempt."""
+    server = start_server(root, data)
+    try:
+        resumed = server.wait_job(job_id)
+    finally:
+        server.stop()
+    assert resumed["state"] == "done", resumed
+    assert resumed["attempts"] == 2
+    return resumed
 
 
 def _stage(report: dict[str, Any], name: str) -> dict[str, Any]:
@@ -375,12 +385,9 @@ def test_an_eval_job_killed_with_9_resumes_and_asks_no_finished_question_again(
         _kill_9_once(server, job["id"], lambda: results.is_file() and "\n" in results.read_text())
         kept = results.read_text().split("\n")[:-1]  # whole lines (a torn last one is cut)
         assert 1 <= len(kept) < 2 * len(rows)
-        server = start_server(root, tmp_path / "data")
-        resumed = server.wait_job(job["id"])
     finally:
         server.stop()
-    assert resumed["state"] == "done", resumed
-    assert resumed["attempts"] == 2
+    resumed = _restarted_until_done(root, tmp_path / "data", job["id"])
     lines = results.read_text().splitlines()
     assert lines[: len(kept)] == kept  # what was finished stands, untouched
     keys = [(record["variant"], record["question_id"]) for record in map(json.loads, lines)]
