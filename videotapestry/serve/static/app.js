@@ -3,7 +3,7 @@
 // (textContent / createTextNode), never as HTML, so a memory holding markup shows it as text.
 "use strict";
 
-const state = { videos: [], memories: [], current: null, buildNotes: {} };
+const state = { videos: [], memories: [], current: null, buildNotes: {}, outline: null };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -243,8 +243,10 @@ function seek(seconds) {
 
 async function showOutline(path) {
   const target = document.getElementById("outline");
+  state.outline = path;  // the latest choice wins: an earlier, slower reply is dropped
   try {
     const outline = await api(`/api/memory?path=${encodeURIComponent(path)}`);
+    if (state.outline !== path) return;
     const supers = outline.super_events.map((s) => el("div", { class: "outline-super" },
       el("div", { class: "label" }, el("span", { class: "time" }, clock(s.start_s)), s.label),
       el("div", { class: "description" }, s.description),
@@ -255,7 +257,7 @@ async function showOutline(path) {
       el("p", { class: "name" }, outline.title || path),
       el("p", { class: "root-description" }, outline.description), ...supers);
   } catch (e) {
-    target.replaceChildren(el("p", { class: "error" }, String(e.message || e)));
+    if (state.outline === path) target.replaceChildren(el("p", { class: "error" }, String(e.message || e)));
   }
 }
 
