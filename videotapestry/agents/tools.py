@@ -136,7 +136,7 @@ async def render(ctx: RunContext, job: FrameJob) -> RenderedFrames:
     (``video.decode_workers``), else in a thread with the question's decoders."""
     proxy = isinstance(ctx.decoders[0], ProxyReader)
     renders = ctx.renders if ctx.config.video.frame_reuse == 0 else None
-    key = render_key(job, proxy=proxy)
+    key = render_key(job, proxy=proxy) if renders is not None else ""
     if renders is not None and (kept := renders.get(key)) is not None:
         return kept
     # A frame proxy is decoded here: the workers open the video itself, whose keyframes

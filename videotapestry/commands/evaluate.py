@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -236,14 +235,12 @@ def _ids(values: Sequence[str]) -> set[str]:
 
 
 async def _evaluate(args: argparse.Namespace, spec: EvalSpec, questions: list[EvalQuestion]) -> int:
-    from videotapestry.eval.runner import check_variants
-    from videotapestry.eval.session import run_evaluation
+    from videotapestry.eval.session import run_evaluation, with_variants
     from videotapestry.executors import make_executor
 
     subtitles = ["asr.source=subtitles"] if args.subtitles else []
     vt = facade(args, *subtitles, *executor_overrides(args))
-    variants = check_variants(spec.variants or [vt.config.variant])
-    spec = replace(spec, options=replace(spec.options, variants=variants))
+    spec = with_variants(spec, vt.config.variant)
     limit = vt.config.models.max_concurrency_per_endpoint
     if args.concurrency > limit:
         print(

@@ -12,14 +12,20 @@ process, or Ray workers: the caller picks, since executors sit above this layer)
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from videotapestry.errors import ConfigError
 from videotapestry.eval.grounding import grounding
 from videotapestry.eval.run_writer import RunDirectory, new_run_info
-from videotapestry.eval.runner import EvalRunner, Inputs, RunnerOptions, RunOutcome
+from videotapestry.eval.runner import (
+    EvalRunner,
+    Inputs,
+    RunnerOptions,
+    RunOutcome,
+    check_variants,
+)
 from videotapestry.eval.scoring import is_correct, is_scored
 
 if TYPE_CHECKING:
@@ -111,6 +117,13 @@ def _only(questions: Sequence[EvalQuestion], wanted: Collection[str]) -> list[Ev
             f"--ids: {len(unknown)} id(s) not in the benchmark's questions, e.g. {unknown[0]!r}"
         )
     return [q for q in questions if q.id in wanted]
+
+
+def with_variants(spec: EvalSpec, default: str) -> EvalSpec:
+    """The spec with its variants checked, ``default`` (the config's variant) when it names
+    none."""
+    variants = check_variants(spec.variants or [default])
+    return replace(spec, options=replace(spec.options, variants=variants))
 
 
 def check_spec(spec: EvalSpec) -> None:
@@ -217,5 +230,6 @@ __all__ = [
     "run_evaluation",
     "select_questions",
     "summarize",
+    "with_variants",
     "write_outputs",
 ]

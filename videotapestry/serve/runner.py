@@ -16,7 +16,6 @@ import json
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -244,11 +243,11 @@ class JobRunner:
     async def _eval(self, job: Job) -> dict[str, Any]:
         """A benchmark run into its run directory; a server restarted part-way runs the same
         spec again, which keeps every finished record and asks only the rest."""
-        from videotapestry.eval.runner import check_variants
         from videotapestry.eval.session import (
             run_evaluation,
             select_questions,
             summarize,
+            with_variants,
             write_outputs,
         )
         from videotapestry.executors import make_executor
@@ -257,8 +256,7 @@ class JobRunner:
         vt = self.vt
         if spec.subtitles is not None:  # as ``eval --subtitles``: the benchmark's own text
             vt = _with_subtitles(vt)
-        variants = check_variants(spec.variants or [vt.config.variant])
-        spec = replace(spec, options=replace(spec.options, variants=variants))
+        spec = with_variants(spec, vt.config.variant)
         questions = await asyncio.to_thread(select_questions, spec)
         counted = {"done": 0, "total": 0}
 

@@ -280,9 +280,7 @@ class PyAVReader(_ReaderBase):
                 results.append((target, self._to_rgb(self._last[1])))
                 continue
             if not self._continue_to(target):
-                self._seek(target)
-                self._last = None
-                self._frames = self._container.decode(self._stream)
+                self._restart_at(target)
             try:
                 found = self._advance_to(target)
             except av.error.FFmpegError as exc:
@@ -314,13 +312,15 @@ class PyAVReader(_ReaderBase):
         # before the target; unknown keyframes are never skipped from.
         start = self._last[0] if self._last is not None else self.keyframe_before(target)
         margin = self.skip_margin
-        skipping = margin is not None and start is not None and target - start > margin
-        exact, on_screen = self._decode_forward(target, skipping)
-        if exact is None and skipping:
-            self._seek(target)
-            self._last = None
-            self._frames = self._container.decode(self._stream)
-            exact, on_screen = self._decode_forward(target, skipping=False)
+        skip_until = (
+            target - margin
+            if margin is not None and start is not None and target - start > margin
+            else None
+        )
+        exact, on_screen = self._decode_forward(target, skip_until)
+        if exact is None and skip_until is not None:
+            self._restart_at(target)
+            exact, on_screen = self._decode_forward(target, skip_until=None)
         if exact is not None:
             return exact
         # No frame of its own at ``target``: the one still on screen, if it is recent.
@@ -330,24 +330,25 @@ class PyAVReader(_ReaderBase):
         raise self._decode_failed(target, f"the decoder returned {shown} before it")
 
     def _decode_forward(
-        self, target: int, skipping: bool
+        self, target: int, skip_until: int | None
     ) -> tuple[tuple[int, Any] | None, tuple[int, Any] | None]:
-        """Decode until ``target`` or past it: the target's frame if it came out, else the
-        last frame before it."""
+        """Decode until ``target`` or past it, skipping unreferenced frames until one at
+        ``skip_until`` or later comes out: the target's frame if it came out, else the last
+        frame before it."""
         codec = self._stream.codec_context
         on_screen = self._last if self._last is not None and self._last[0] <= target else None
         assert self._frames is not None  # set by _decode before it advances
         try:
-            if skipping:
+            if skip_until is not None:
                 codec.skip_frame = "NONREF"
             for frame in self._frames:
                 self.frames_decoded += 1
                 index = self._clock.index_of(frame.pts) if frame.pts is not None else None
                 if index is None:
                     index = self._last[0] + 1 if self._last is not None else 0
-                if skipping and index >= target - (self.skip_margin or 0):
+                if skip_until is not None and index >= skip_until:
                     codec.skip_frame = "DEFAULT"
-                    skipping = False
+                    skip_until = None
                 self._last = (index, frame)
                 if index == target:
                     return self._last, on_screen
@@ -361,6 +362,12 @@ class PyAVReader(_ReaderBase):
 
     def _seek(self, index: int) -> None:
         self._container.seek(self._clock.pts_of(index), stream=self._stream, backward=True)
+
+    def _restart_at(self, index: int) -> None:
+        """Decode afresh from the keyframe before ``index``."""
+        self._seek(index)
+        self._last = None
+        self._frames = self._container.decode(self._stream)
 
     def _to_rgb(self, frame: Any) -> np.ndarray:
         width, height = self._size
