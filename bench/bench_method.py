@@ -24,8 +24,8 @@ runs, and the scripted model on the fake OpenAI-compatible server.
 
 5. With ``--only-decoding``: framework overhead of the first question on a video no earlier
    question decoded (memory loaded, frame cache empty) apart from a further question on the
-   same video, with ``video.frame_reuse`` 0 (exact frames only) and 0.25, and with
-   ``video.decode_workers`` 2, as ratios within this run.
+   same video, with ``video.frame_reuse`` 0 (exact frames only) and 0.25, with
+   ``video.decode_workers`` 2, and from the frame proxy, as ratios within this run.
 4. With ``--proxy`` (or ``--proxy-only``): the same questions with and without the frame
    proxy (``builder.frame_proxy``), alternating, frame cache off: decoding per question.
 
@@ -316,6 +316,8 @@ DECODING = (
     ("frame_reuse=0.25, threads", ("video.frame_reuse=0.25",)),
     ("frame_reuse=0.25, decode_workers=2", ("video.frame_reuse=0.25", "video.decode_workers=2")),
 )
+#: The row of section 5 that reads the memory directory holding the video's frame proxy.
+PROXY_ROW = ("frame proxy (builder.frame_proxy), threads", ("video.frame_reuse=0",))
 
 
 def decoding_overheads(
@@ -324,10 +326,12 @@ def decoding_overheads(
     """(label, first-question overhead, mean further-question overhead, frames decoded) per
     setting of ``DECODING``; overhead is wall time less the fake server's HTTP time."""
     rows = []
-    for label, overrides in DECODING:
+    settings = [(label, overrides, memory) for label, overrides in DECODING]
+    settings.append((*PROXY_ROW, proxy_memory(memory, video)))
+    for label, overrides, folder in settings:
         vt = make_vt(server, embedder, "full", *overrides)
 
-        async def run(vt: VideoTapestry = vt) -> tuple[float, list[float]]:
+        async def run(vt: VideoTapestry = vt, memory: Path = folder) -> tuple[float, list[float]]:
             try:
                 await ask(vt, video, memory, subs, QUESTIONS[-1])  # loads the memory
                 vt.frames = FrameCache(vt.config.video.frame_cache_mb * 2**20)

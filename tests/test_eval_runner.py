@@ -216,7 +216,9 @@ def test_the_same_failure_on_the_first_questions_stops_the_run(
     data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A prompt override that cannot render fails every question the same way, after its
-    exploration: three such failures stop the run instead of ten."""
+    exploration: such failures stop the run instead of asking all ten. The first three to
+    finish are v0's (questions go video by video), so v1's first question, failing the same
+    way, is what shows the error is not v0's own."""
     prompts = tmp_path / "prompts"
     prompts.mkdir()
     shipped = (ROOT / "prompts" / "final_answer.jinja").read_text()
@@ -233,10 +235,10 @@ def test_the_same_failure_on_the_first_questions_stops_the_run(
     err = capsys.readouterr().err
     assert code == 2 and "the first 3 questions of variant full all failed" in err
     statuses = Counter(row["status"] for row in lines(run))
-    assert statuses == {"failed": 3, "skipped": 7}
+    assert statuses == {"failed": 4, "skipped": 6}
     assert len({row["error"] for row in lines(run) if row["status"] == "failed"}) == 1
     asked = asked_questions(server, 10)
-    assert asked.keys() == {"q0", "q1", "q2"}
+    assert asked.keys() == {"q0", "q4", "q8", "q1"}
     # Each failure carries what its exploration cost: together, every request the server saw.
     failed = {row["question_id"]: row["usage"] for row in lines(run) if row["status"] == "failed"}
     assert all(failed[qid]["calls"] >= count for qid, count in asked.items())
@@ -282,6 +284,30 @@ def test_a_missing_memory_fails_its_questions_and_the_others_are_answered(
     server.on(None, ScriptedModel())
     assert main(args) == 1
     assert len(lines(run)) == 6 and server.requests == []
+
+
+def test_questions_go_video_by_video_and_one_videos_failures_do_not_stop_the_run(
+    data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The annotations cycle over two videos; the runner asks v0's questions first, so the
+    first three to finish are all v0's, failing the same way (its memory is missing). That
+    fault is v0's own, not one that repeats on every question: v1 is still answered."""
+    memories = tmp_path / "memories"
+    memories.mkdir()
+    (memories / "v1").symlink_to(data / "memories" / "v1")  # v0 has no memory
+    server.on(None, ScriptedModel())
+    questions = annotations(tmp_path / "q.jsonl", 8, videos=2)
+    run = tmp_path / "run"
+    args = eval_args(data, questions, run, server, "--concurrency", "1")
+    args[args.index("--memories") + 1] = str(memories)
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 1 and "all failed with the same error" not in err
+    order = [row["question_id"] for row in lines(run)]
+    assert order == ["q0", "q2", "q4", "q6", "q1", "q3", "q5", "q7"]  # video by video
+    rows = {row["question_id"]: row for row in lines(run)}
+    assert {rows[q]["status"] for q in ("q0", "q2", "q4", "q6")} == {"failed"}
+    assert all(rows[q]["status"] == "answered" and rows[q]["correct"] for q in order[4:])
 
 
 def test_build_missing_builds_each_video_once_for_all_its_questions(

@@ -66,10 +66,9 @@ def test_two_questions_on_one_video_decode_the_frames_they_share_once(
     assert sum(decoded.values()) - after_first < after_first
 
 
-@pytest.mark.parametrize("render_cache_mb", [64, 0])
-def test_a_further_question_sends_the_overview_the_images_it_rendered_before(
-    server, embedder, video: Path, monkeypatch: pytest.MonkeyPatch, render_cache_mb: int
-) -> None:
+@pytest.fixture
+def overview_renders(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The frame count of every Overview render (grids packed and encoded), as it happens."""
     from videotapestry.video import frame_workers
 
     encoded: list[int] = []
@@ -80,6 +79,14 @@ def test_a_further_question_sends_the_overview_the_images_it_rendered_before(
         return real(frames, *args, **kwargs)
 
     monkeypatch.setattr(frame_workers, "overview_images", counted)
+    return encoded
+
+
+@pytest.mark.parametrize("render_cache_mb", [64, 0])
+def test_a_further_question_sends_the_overview_the_images_it_rendered_before(
+    server, embedder, video: Path, overview_renders: list[int], render_cache_mb: int
+) -> None:
+    encoded = overview_renders
     server.on(None, ScriptedModel())
     vt = make_vt(server, embedder, f"video.render_cache_mb={render_cache_mb}")
     first = ask(vt, video)
@@ -92,3 +99,30 @@ def test_a_further_question_sends_the_overview_the_images_it_rendered_before(
     # Rendered once with the cache (the same bytes come back), twice without it.
     assert len(encoded) == (1 if render_cache_mb else 2)
     assert (vt.renders.hits > 0) == bool(render_cache_mb)
+
+
+def test_questions_in_flight_together_render_the_overview_once(
+    server, embedder, video: Path, overview_renders: list[int]
+) -> None:
+    """Three questions of one video asked at once (as an eval asks a video's questions):
+    the first to miss renders the Overview's grids, the others wait for its bytes."""
+    import asyncio
+
+    from method_support import OPTIONS, SAMPLE
+
+    encoded = overview_renders
+    server.on(None, ScriptedModel())
+    vt = make_vt(server, embedder)
+    questions = [QUESTION, QUESTION.replace("?", " exactly?"), QUESTION.replace("?", " now?")]
+
+    async def together():
+        try:
+            return await asyncio.gather(*(vt.aanswer(video, SAMPLE, q, OPTIONS) for q in questions))
+        finally:
+            await vt.aclose()
+
+    results = asyncio.run(together())
+    grids = [[i.sha256 for i in r.images if len(i.timestamps) > 1] for r in results]
+    assert grids[0] and grids[1] == grids[0] and grids[2] == grids[0]
+    assert len(encoded) == 1
+    assert vt.renders.misses >= 1 and not vt.renders._pending

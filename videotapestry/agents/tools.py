@@ -137,17 +137,31 @@ async def render(ctx: RunContext, job: FrameJob) -> RenderedFrames:
     proxy = isinstance(ctx.decoders[0], ProxyReader)
     renders = ctx.renders if ctx.config.video.frame_reuse == 0 else None
     key = render_key(job, proxy=proxy) if renders is not None else ""
-    if renders is not None and (kept := renders.get(key)) is not None:
+    if renders is None:
+        return await _render_now(ctx, job, proxy=proxy)
+    if (kept := renders.get(key)) is not None:
         return kept
+    future, mine = renders.rendering(key)
+    if not mine:  # another question of this video renders the same job right now
+        shared = await asyncio.shield(future)
+        if shared is not None:
+            return shared
+        return await _render_now(ctx, job, proxy=proxy)  # it failed: its error was its own
+    rendered = None
+    try:
+        rendered = await _render_now(ctx, job, proxy=proxy)
+        renders.put(key, rendered)
+        return rendered
+    finally:
+        renders.done(key, future, rendered)
+
+
+async def _render_now(ctx: RunContext, job: FrameJob, *, proxy: bool) -> RenderedFrames:
     # A frame proxy is decoded here: the workers open the video itself, whose keyframes
     # (and so its snapped samples) the proxy only reproduces through its own reader.
     if ctx.frame_workers is not None and not proxy:
-        rendered = await asyncio.to_thread(ctx.frame_workers.render, job)
-    else:
-        rendered = await asyncio.to_thread(render_frames, ctx.decoders, job)
-    if renders is not None:
-        renders.put(key, rendered)
-    return rendered
+        return await asyncio.to_thread(ctx.frame_workers.render, job)
+    return await asyncio.to_thread(render_frames, ctx.decoders, job)
 
 
 async def _look(ctx: RunContext, record: Observation, job: FrameJob, *, agent: str) -> Observation:

@@ -152,8 +152,8 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         default=3,
         metavar="K",
         help="stop when the first K finished questions of a variant all failed with the "
-        "same error (default 3; 0 never). A non-recoverable model error (refused key, "
-        "unknown model, unreachable server) always stops the run",
+        "same error, on two videos or more (default 3; 0 never). A non-recoverable model "
+        "error (refused key, unknown model, unreachable server) always stops the run",
     )
     parser.add_argument(
         "--allow-degraded",

@@ -128,9 +128,14 @@ class Answerer(Protocol):
 
 class LocalAnswerer:
     """Answers in this process with one ``VideoTapestry`` per variant (``for_variant``: one
-    model service, one embedder, one Whisper, each memory loaded once)."""
+    model service, one embedder, one Whisper, each memory loaded once).
 
-    group_by_video = False
+    Questions go out video by video: the ones in flight then share one or two videos'
+    memories, readers and frame cache instead of every video's at once (bench_eval.py,
+    100 questions over 10 videos asked round-robin: peak RSS 2.18 GB against 2.35-2.48).
+    """
+
+    group_by_video = True
 
     def __init__(self, vt: VideoTapestry, variants: Sequence[str], *, concurrency: int) -> None:
         self.base = vt

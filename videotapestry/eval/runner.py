@@ -137,7 +137,7 @@ class RunnerOptions:
     #: Ask failed questions again on a rerun (see the module docstring).
     retry_failed: bool = True
     #: Stop when the first this many finished questions of a variant all failed the same
-    #: way; 0 never stops for that.
+    #: way, on two videos or more when the run has two; 0 never stops for that.
     stop_after_same_failures: int = 3
     #: Once the embedding model is loaded, move every object alive (modules, the model:
     #: ~0.6M objects) out of the cyclic collector's reach (``gc.freeze``), so its full
@@ -233,7 +233,7 @@ class EvalRunner:
         self._judge = Judge(vt.config, vt.prompts, vt.service)
         self._latest: dict[Key, ResultRecord] = {}
         self._stop: str | None = None
-        self._first: dict[str, list[tuple[str, str] | None]] = {}
+        self._first: dict[str, list[tuple[tuple[str, str] | None, Path]]] = {}
         self._builds: dict[Path, asyncio.Task] = {}
         self._build_slot: asyncio.Semaphore | None = None
         self._pending: Counter[Path] = Counter()
@@ -485,7 +485,7 @@ class EvalRunner:
             reassembled_from=reassembled_from,
         )
         await self._write(record, result)
-        self._count_first(variant, None)
+        self._count_first(variant, None, self.inputs.memory(question))
 
     async def _fail(
         self, question: EvalQuestion, variant: str, failure: Failure, elapsed: float
@@ -505,7 +505,8 @@ class EvalRunner:
             self._halt(f"{failure.error_type}: {failure.message}")
         await self._write(record)
         if not failure.stopped:
-            self._count_first(variant, (record.error_type or "", failure.message))
+            failed = (record.error_type or "", failure.message)
+            self._count_first(variant, failed, self.inputs.memory(question))
 
     async def _inherit_failure(
         self, question: EvalQuestion, variant: str, full: ResultRecord | None
@@ -573,19 +574,28 @@ class EvalRunner:
         if self._stop is None:
             self._stop = reason
 
-    def _count_first(self, variant: str, failure: tuple[str, str] | None) -> None:
-        """Watch the first finished questions of each variant for one shared failure."""
+    def _count_first(self, variant: str, failure: tuple[str, str] | None, memory: Path) -> None:
+        """Watch the first finished questions of each variant for one shared failure.
+
+        The failures must come from two videos or more (when the run has two): questions
+        go out video by video, so the first few may all be one video's, and a fault of that
+        video (its file, its memory) repeats only on its own questions."""
         k = self.options.stop_after_same_failures
         first = self._first.setdefault(variant, [])
         if k <= 0 or len(first) >= k:
             return
-        first.append(failure)
-        if len(first) == k and first[0] is not None and all(f == first[0] for f in first):
-            error_type, message = first[0]
-            self._halt(
-                f"the first {k} questions of variant {variant} all failed with the same error, "
-                f"which would repeat for every question: {error_type}: {message}"
-            )
+        first.append((failure, memory))
+        failures = [f for f, _ in first]
+        if len(first) < k or failures[0] is None or any(f != failures[0] for f in failures):
+            return
+        if len({m for _, m in first}) < min(2, len(self._pending)):
+            del first[-1]  # wait for a question of another video
+            return
+        error_type, message = failures[0]
+        self._halt(
+            f"the first {k} questions of variant {variant} all failed with the same error, "
+            f"which would repeat for every question: {error_type}: {message}"
+        )
 
 
 def cited_spans(citations: Sequence[Citation]) -> list[Span]:

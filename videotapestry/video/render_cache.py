@@ -8,10 +8,15 @@ layout, image and video settings) and whether a frame proxy was decoded, so a di
 video, window or setting never gets it, and what is sent is byte for byte what rendering
 again would send. Least recently used renders go first once the byte budget is spent.
 Thread-safe: observations render in worker threads.
+
+Questions of one video in flight together (an eval asks video by video) would all miss at
+once and render the same Overview side by side; ``rendering`` lets the first one render and
+the others wait for it (on the same event loop), which is still the very same bytes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import OrderedDict
 
@@ -37,6 +42,7 @@ class RenderCache:
         self._renders: OrderedDict[str, RenderedFrames] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        self._pending: dict[str, asyncio.Future[RenderedFrames | None]] = {}
 
     @property
     def bytes(self) -> int:
@@ -65,3 +71,28 @@ class RenderCache:
             while self._bytes > self.max_bytes:
                 _, dropped = self._renders.popitem(last=False)
                 self._bytes -= _size(dropped)
+
+    def rendering(self, key: str) -> tuple[asyncio.Future[RenderedFrames | None], bool]:
+        """(the future of ``key``'s render, whether the caller renders it). The caller that
+        renders calls ``done`` with its render, or None when it failed: the others then
+        render for themselves. Call from a coroutine; renders on another loop are not shared."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            future = self._pending.get(key)
+            if future is not None and not future.done() and future.get_loop() is loop:
+                return future, False
+            future = loop.create_future()
+            self._pending[key] = future
+            return future, True
+
+    def done(
+        self,
+        key: str,
+        future: asyncio.Future[RenderedFrames | None],
+        rendered: RenderedFrames | None,
+    ) -> None:
+        with self._lock:
+            if self._pending.get(key) is future:
+                del self._pending[key]
+        if not future.done():
+            future.set_result(rendered)
