@@ -131,8 +131,9 @@ class LocalAnswerer:
     model service, one embedder, one Whisper, each memory loaded once).
 
     Questions go out video by video: the ones in flight then share one or two videos'
-    memories, readers and frame cache instead of every video's at once (bench_eval.py,
-    100 questions over 10 videos asked round-robin: peak RSS 2.18 GB against 2.35-2.48).
+    memories, readers and caches instead of every video's at once (bench_eval.py, 100
+    questions over 10 videos asked round-robin: peak RSS 2.0 GB against 2.35-2.48, with the
+    render cache rendering each job once for the questions in flight).
     """
 
     group_by_video = True
