@@ -252,13 +252,19 @@ def test_the_same_failure_on_the_first_questions_stops_the_run(
 # --------------------------------------------------------------------------- (c) missing memory
 
 
+def memories_of(data: Path, tmp_path: Path, *videos: int) -> Path:
+    """A memories directory holding only these videos' memories (linked from ``data``)."""
+    memories = tmp_path / "memories"
+    memories.mkdir()
+    for n in videos:
+        (memories / f"v{n}").symlink_to(data / "memories" / f"v{n}")
+    return memories
+
+
 def test_a_missing_memory_fails_its_questions_and_the_others_are_answered(
     data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    memories = tmp_path / "memories"
-    memories.mkdir()
-    for n in (0, 2):  # v1 has no memory
-        (memories / f"v{n}").symlink_to(data / "memories" / f"v{n}")
+    memories = memories_of(data, tmp_path, 0, 2)  # v1 has no memory
     server.on(None, ScriptedModel())
     questions = annotations(tmp_path / "q.jsonl", 6, videos=3)
     run = tmp_path / "run"
@@ -292,9 +298,7 @@ def test_questions_go_video_by_video_and_one_videos_failures_do_not_stop_the_run
     """The annotations cycle over two videos; the runner asks v0's questions first, so the
     first three to finish are all v0's, failing the same way (its memory is missing). That
     fault is v0's own, not one that repeats on every question: v1 is still answered."""
-    memories = tmp_path / "memories"
-    memories.mkdir()
-    (memories / "v1").symlink_to(data / "memories" / "v1")  # v0 has no memory
+    memories = memories_of(data, tmp_path, 1)  # v0 has no memory
     server.on(None, ScriptedModel())
     questions = annotations(tmp_path / "q.jsonl", 8, videos=2)
     run = tmp_path / "run"

@@ -588,7 +588,8 @@ class EvalRunner:
         failures = [f for f, _ in first]
         if len(first) < k or failures[0] is None or any(f != failures[0] for f in failures):
             return
-        if len({m for _, m in first}) < min(2, len(self._pending)):
+        videos = len(self._pending)  # the memories of the run's plan
+        if len({m for _, m in first}) < min(2, videos):
             del first[-1]  # wait for a question of another video
             return
         error_type, message = failures[0]
