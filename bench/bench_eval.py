@@ -26,7 +26,10 @@ Figures:
 the same fake server in the same process, and prints the figures side by side as ratios.
 
     PYTHONPATH=. python bench/bench_eval.py [--questions 100] [--videos 10] [--concurrency 16]
-        [--video benchmark --compare video.decode_workers=2]
+        [--video benchmark --compare video.decode_workers=2] [--stalls]
+
+``--stalls`` also prints where the event loop's thread was while the loop was late (stack
+samples every 5 ms), to find work that blocks it.
 """
 
 from __future__ import annotations
@@ -42,7 +45,11 @@ import os
 import resource
 import shutil
 import statistics
+import sys
+import threading
 import time
+import traceback
+from collections import Counter
 from pathlib import Path
 
 from bench_method import hour_subtitles
@@ -236,6 +243,68 @@ class LoopLag:
             self._task.cancel()
 
 
+class StallSampler:
+    """Where the event loop's thread is while the loop is late (``--stalls``).
+
+    A 10 ms ticker on the loop stamps the time; a watchdog thread samples the loop thread's
+    stack every 5 ms while the last stamp is over 30 ms old. A stack blocked in the
+    interpreter lock shows the line that waits for it, so the samples name both the loop's
+    own slow callbacks and the places where it queued behind other threads."""
+
+    def __init__(self) -> None:
+        self.samples: Counter[tuple[str, ...]] = Counter()
+        self.innermost: Counter[str] = Counter()
+        self._stamp = time.perf_counter()
+        self._done = threading.Event()
+        self._loop_thread = threading.get_ident()
+        self._task: asyncio.Task | None = None
+        self._watch = threading.Thread(target=self._watchdog, daemon=True)
+
+    async def _tick(self) -> None:
+        while True:
+            self._stamp = time.perf_counter()
+            await asyncio.sleep(0.01)
+
+    def _watchdog(self) -> None:
+        while not self._done.wait(0.005):
+            if time.perf_counter() - self._stamp < 0.03:
+                continue
+            frame = sys._current_frames().get(self._loop_thread)
+            if frame is None:
+                continue
+            stack = [
+                f
+                for f in traceback.extract_stack(frame)
+                if "asyncio" not in f.filename and "selectors" not in f.filename
+            ]
+            ours = [f for f in stack[:-3] if "videotapestry" in f.filename][-3:]
+            names = tuple(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in ours)
+            inner = [f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in stack[-3:]]
+            names = (*names, "..", *inner)
+            self.samples[names] += 1
+            self.innermost[names[-1]] += 1
+
+    def start(self) -> None:
+        self._loop_thread = threading.get_ident()
+        self._task = asyncio.ensure_future(self._tick())
+        self._watch.start()
+
+    def stop(self) -> None:
+        self._done.set()
+        if self._task is not None:
+            self._task.cancel()
+
+    def report(self, top: int = 12) -> None:
+        total = sum(self.samples.values())
+        print(f"  loop stalls: {total} samples of 5 ms with the loop over 30 ms late")
+        print("  innermost frames:")
+        for name, n in self.innermost.most_common(top):
+            print(f"    {n:5d} {name}")
+        print("  stacks:")
+        for names, n in self.samples.most_common(top):
+            print(f"    {n:5d} " + " <- ".join(reversed(names)))
+
+
 def eval_overrides(base_url: str) -> list[str]:
     """The config of every benchmarked eval run: the fake server, no cache, subtitles for
     speech, the packaged embedder, and room for every question's calls at once."""
@@ -285,15 +354,21 @@ async def run_eval(
         RunnerOptions(concurrency=args.concurrency, freeze_loaded_objects=True),
     )
     lag = LoopLag(vt.frame_workers)
+    stalls = StallSampler() if args.stalls else None
     clear_peak()
     before_mb = peak_rss_mb()
     cpu_before = time.process_time()
     lag.start()
+    if stalls is not None:
+        stalls.start()
     started = time.perf_counter()
     with GcPauses() as pauses:
         outcome = await runner.run(questions)
     wall = time.perf_counter() - started
     lag.stop()
+    if stalls is not None:
+        stalls.stop()
+        stalls.report()
     cpu = time.process_time() - cpu_before
     peak_mb = peak_rss_mb()
     await vt.aclose()
@@ -316,6 +391,11 @@ def main() -> None:
         "60-minute 640x360 25 fps H.264 video of bench_method",
     )
     parser.add_argument("--gop", type=int, default=100, help="keyframe interval (benchmark video)")
+    parser.add_argument(
+        "--stalls",
+        action="store_true",
+        help="sample the event loop thread's stack while the loop is late, and print where",
+    )
     parser.add_argument("-o", "--override", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument(
         "--compare",

@@ -289,3 +289,22 @@ def test_every_prompt_with_the_question_shows_the_earlier_turns_of_a_conversatio
         alone = registry.render(name, **variables).user
         assert "Earlier in this conversation" not in alone, name
     assert shown >= 10
+
+
+def test_a_registry_reads_each_template_once(tmp_path: Path) -> None:
+    """Every prompt of one run comes from one version of its file; the next registry (the
+    next run) reads the edited file."""
+    template = tmp_path / "final_answer.jinja"
+    template.write_text(
+        "{% block system %}FIRST {{ question }}{% endblock %}{% block user %}u{% endblock %}"
+    )
+    registry = PromptRegistry(tmp_path)
+    first = registry.render("final_answer", **VARIABLES["final_answer"])
+    template.write_text(
+        "{% block system %}SECOND {{ question }}{% endblock %}{% block user %}u{% endblock %}"
+    )
+    again = registry.render("final_answer", **VARIABLES["final_answer"])
+    assert again.system == first.system and again.template_hash == first.template_hash
+    assert registry.source("final_answer").startswith("{% block system %}FIRST")
+    fresh = PromptRegistry(tmp_path).render("final_answer", **VARIABLES["final_answer"])
+    assert fresh.system.startswith("SECOND") and fresh.template_hash != first.template_hash

@@ -5,6 +5,11 @@ with a ``system`` and a ``user`` block. A user directory overrides shipped templ
 name (partials such as ``_no_steering.jinja`` included). Rendering is strict: a variable
 the template uses but the caller did not pass is an error, never an empty string. Each
 rendered prompt carries a hash of its exact text so results can say which prompt made them.
+
+A registry reads each file once, when it is first used, and keeps its text: every prompt of a
+run (or of a server's life) comes from one version of the file, which the results' hashes
+name, and rendering does no file I/O on the event loop. An edited template takes effect in
+the next registry (the next run, or a restarted server).
 """
 
 from __future__ import annotations
@@ -65,11 +70,15 @@ class PromptRegistry:
         if self.override_dir is not None and not self.override_dir.is_dir():
             raise PromptError(f"prompt override directory {self.override_dir} does not exist")
         search = [str(d) for d in (self.override_dir, self.base_dir) if d is not None]
-        self._loader = jinja2.FileSystemLoader(search)
+        self._files = jinja2.FileSystemLoader(search)
         #: (file name, its text) -> (the variables it reads, the templates it includes).
-        self._parsed: dict[tuple[str, str], tuple[frozenset[str], tuple[str, ...]]] = {}
+        self._parsed: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {}
+        self._sources: dict[str, PromptSource] = {}
+        self._texts: dict[str, str] = {}
         self._env = jinja2.Environment(
-            loader=self._loader,
+            # Templates (and the partials they include) compile from the texts read once.
+            loader=jinja2.FunctionLoader(self._compiled_source),
+            auto_reload=False,
             undefined=jinja2.StrictUndefined,
             autoescape=False,
             trim_blocks=True,
@@ -90,6 +99,12 @@ class PromptRegistry:
         return sorted(found)
 
     def resolve(self, name: str) -> PromptSource:
+        found = self._sources.get(name)
+        if found is None:
+            found = self._sources[name] = self._find(name)
+        return found
+
+    def _find(self, name: str) -> PromptSource:
         filename = f"{name}{TEMPLATE_SUFFIX}"
         if self.override_dir is not None and (self.override_dir / filename).is_file():
             return PromptSource(name, self.override_dir / filename, overridden=True)
@@ -98,7 +113,23 @@ class PromptRegistry:
         raise PromptError(f"no prompt named {name!r}; available: {', '.join(self.names())}")
 
     def source(self, name: str) -> str:
-        return self.resolve(name).path.read_text(encoding="utf-8")
+        return self._text(f"{self.resolve(name).name}{TEMPLATE_SUFFIX}")
+
+    def _compiled_source(self, filename: str) -> str | None:
+        try:
+            return self._text(filename)
+        except PromptError:
+            return None  # jinja's TemplateNotFound
+
+    def _text(self, filename: str) -> str:
+        """A template file's text as the loader finds it (override first), read once."""
+        text = self._texts.get(filename)
+        if text is None:
+            try:
+                text = self._texts[filename] = self._files.get_source(self._env, filename)[0]
+            except jinja2.TemplateNotFound:
+                raise PromptError(f"prompt partial {filename!r} not found") from None
+        return text
 
     def variables(self, name: str) -> set[str]:
         """Variables the template (and the partials it includes) reads from the caller."""
@@ -125,7 +156,7 @@ class PromptRegistry:
                 blocks[block] = "".join(template.blocks[block](context)).strip()
         except jinja2.UndefinedError as exc:
             raise PromptError(f"prompt {name!r} ({source.path}): {exc.message}") from None
-        text = source.path.read_text(encoding="utf-8")
+        text = self.source(name)
         return RenderedPrompt(
             name=name,
             system=blocks["system"],
@@ -155,13 +186,8 @@ class PromptRegistry:
         if filename in seen:
             return set()
         seen.add(filename)
-        try:
-            text = self._loader.get_source(self._env, filename)[0]
-        except jinja2.TemplateNotFound:
-            raise PromptError(f"prompt partial {filename!r} not found") from None
-        # Parsed once per text (a prompt is rendered several times a question; an edited
-        # override file has another text, so it is parsed again).
-        parsed = self._parsed.get((filename, text))
+        text = self._text(filename)
+        parsed = self._parsed.get(filename)  # parsed once: it is rendered many times a run
         if parsed is None:
             try:
                 ast = self._env.parse(text)
@@ -170,7 +196,7 @@ class PromptRegistry:
                     f"prompt template {filename} line {exc.lineno}: {exc.message}"
                 ) from None
             included = tuple(child for child in meta.find_referenced_templates(ast) if child)
-            parsed = self._parsed[(filename, text)] = (
+            parsed = self._parsed[filename] = (
                 frozenset(meta.find_undeclared_variables(ast)),
                 included,
             )

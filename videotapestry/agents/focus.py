@@ -13,6 +13,8 @@ graph makes it alongside the Answer agent.
 
 from __future__ import annotations
 
+import asyncio
+
 from videotapestry.agents.context import RunContext
 from videotapestry.agents.level_protocol import (
     LevelMemories,
@@ -93,7 +95,8 @@ async def refine_focus(
         "subgraph",
         question,
         candidates,
-        focus_memories(ctx, candidates, question, instruction_in),
+        # The query's embedding and PACE-Mem's selection run in a thread, off the event loop.
+        await asyncio.to_thread(focus_memories, ctx, candidates, question, instruction_in),
         instruction_in=instruction_in,
         always_observe=False,
     )

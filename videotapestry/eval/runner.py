@@ -237,6 +237,7 @@ class EvalRunner:
         self._builds: dict[Path, asyncio.Task] = {}
         self._build_slot: asyncio.Semaphore | None = None
         self._pending: Counter[Path] = Counter()
+        self._present: set[Path] = set()
         self._written = 0
 
     # -- planning --------------------------------------------------------------------------
@@ -292,6 +293,10 @@ class EvalRunner:
             if self.options.freeze_loaded_objects:
                 gc.freeze()
         self._pending = Counter(self.inputs.memory(q) for q, _ in plan.groups)
+        # The run's files are looked for once, in a thread: each system call on the loop would
+        # hand the interpreter lock to the render threads and wait to get it back. Checked in
+        # the questions' order, the questions still reach their slots video by video.
+        self._present = await asyncio.to_thread(self._present_files, plan)
         slots = asyncio.Semaphore(max(1, self._answerer.slots))
         self._build_slot = asyncio.Semaphore(1)
         try:
@@ -307,6 +312,17 @@ class EvalRunner:
             stopped=self._stop,
             torn_lines=read.torn_lines + int(self.run_dir.torn_bytes > 0),
         )
+
+    def _present_files(self, plan: _Plan) -> set[Path]:
+        """The plan's videos that are files and its memories that are memories."""
+        present: set[Path] = set()
+        for question, _ in plan.groups:
+            video, memory = self.inputs.video(question), self.inputs.memory(question)
+            if video is not None and video.is_file():
+                present.add(video)
+            if _has_memory(memory):
+                present.add(memory)
+        return present
 
     def _roles(self, plan: _Plan) -> tuple[str, ...]:
         variants = {v for _, group in plan.groups for v in group}
@@ -348,8 +364,9 @@ class EvalRunner:
         finally:
             self._pending[memory] -= 1
             if self._pending[memory] == 0:
-                # The video's last question is done: its memory need not stay loaded.
-                self._answerer.release(memory)
+                # The video's last question is done: its memory need not stay loaded. Freeing
+                # its tens of thousands of objects takes a while: not on the loop.
+                await asyncio.to_thread(self._answerer.release, memory)
 
     async def _dispatch(
         self, question: EvalQuestion, variants: tuple[str, ...], prepared: QuestionFiles
@@ -394,7 +411,7 @@ class EvalRunner:
 
     async def _prepare(self, question: EvalQuestion) -> QuestionFiles:
         video = self.inputs.video(question)
-        if video is not None and not video.is_file():
+        if video is not None and video not in self._present:
             raise MissingVideoError(f"video {video} does not exist (question {question.id})")
         memory = self.inputs.memory(question)
         subtitles = self.inputs.subtitle_file(question)
@@ -408,7 +425,7 @@ class EvalRunner:
                 fallback_encoding=asr.subtitle_fallback_encoding,
             )
             await asyncio.to_thread(source.lines)
-        if not _has_memory(memory):
+        if memory not in self._present:
             if not self.options.build_missing or video is None:
                 raise MissingMemoryError(
                     f"no memory for video {question.video} at {memory}; build it with "
