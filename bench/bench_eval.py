@@ -29,7 +29,8 @@ the same fake server in the same process, and prints the figures side by side as
         [--video benchmark --compare video.decode_workers=2] [--stalls]
 
 ``--stalls`` also prints where the event loop's thread was while the loop was late (stack
-samples every 5 ms), to find work that blocks it.
+samples every 5 ms), to find work that blocks it, and the samples of the three longest late
+stretches apart.
 """
 
 from __future__ import annotations
@@ -184,13 +185,18 @@ class GcPauses:
 
     def __init__(self) -> None:
         self.pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        self.full: list[tuple[float, float]] = []  # (seconds since start, pause) of gen 2
         self._started = 0.0
+        self._origin = time.perf_counter()
 
     def __call__(self, phase: str, info: dict) -> None:
         if phase == "start":
             self._started = time.perf_counter()
         else:
-            self.pauses[info["generation"]].append(time.perf_counter() - self._started)
+            pause = time.perf_counter() - self._started
+            self.pauses[info["generation"]].append(pause)
+            if info["generation"] == 2:
+                self.full.append((self._started - self._origin, pause))
 
     def __enter__(self) -> GcPauses:
         gc.callbacks.append(self)
@@ -254,7 +260,9 @@ class StallSampler:
     def __init__(self) -> None:
         self.samples: Counter[tuple[str, ...]] = Counter()
         self.innermost: Counter[str] = Counter()
-        self._stamp = time.perf_counter()
+        # one late stretch of the loop: (its length, seconds since start, its stack samples)
+        self.episodes: list[tuple[float, float, Counter[tuple[str, ...]]]] = []
+        self._origin = self._stamp = time.perf_counter()
         self._done = threading.Event()
         self._loop_thread = threading.get_ident()
         self._task: asyncio.Task | None = None
@@ -266,9 +274,16 @@ class StallSampler:
             await asyncio.sleep(0.01)
 
     def _watchdog(self) -> None:
+        late_since, episode = None, Counter()
         while not self._done.wait(0.005):
-            if time.perf_counter() - self._stamp < 0.03:
+            now = time.perf_counter()
+            if now - self._stamp < 0.03:
+                if late_since is not None:
+                    self.episodes.append((now - late_since, late_since - self._origin, episode))
+                    self.episodes = sorted(self.episodes, key=lambda e: -e[0])[:3]
+                    late_since, episode = None, Counter()
                 continue
+            late_since = self._stamp if late_since is None else late_since
             frame = sys._current_frames().get(self._loop_thread)
             if frame is None:
                 continue
@@ -283,6 +298,7 @@ class StallSampler:
             names = (*names, "..", *inner)
             self.samples[names] += 1
             self.innermost[names[-1]] += 1
+            episode[names] += 1
 
     def start(self) -> None:
         self._loop_thread = threading.get_ident()
@@ -303,6 +319,10 @@ class StallSampler:
         print("  stacks:")
         for names, n in self.samples.most_common(top):
             print(f"    {n:5d} " + " <- ".join(reversed(names)))
+        for length, at, episode in self.episodes:
+            print(f"  a late stretch of {1000 * length:.0f} ms at {at:.1f} s, its stacks:")
+            for names, n in episode.most_common(4):
+                print(f"    {n:5d} " + " <- ".join(reversed(names)))
 
 
 def eval_overrides(base_url: str) -> list[str]:
@@ -365,6 +385,10 @@ async def run_eval(
     with GcPauses() as pauses:
         outcome = await runner.run(questions)
     wall = time.perf_counter() - started
+    full_passes = pauses.full
+    # What the run left in reference cycles (frozen with the memories or not; the runner
+    # unfreezes at its end): the bound on what freezing could have kept alive.
+    left_in_cycles = gc.collect()
     lag.stop()
     if stalls is not None:
         stalls.stop()
@@ -373,7 +397,8 @@ async def run_eval(
     peak_mb = peak_rss_mb()
     await vt.aclose()
     run_dir.close()
-    return outcome, wall, cpu, before_mb, peak_mb, lag, pauses.pauses, run
+    gc_figures = (pauses.pauses, full_passes, left_in_cycles)
+    return outcome, wall, cpu, before_mb, peak_mb, lag, gc_figures, run
 
 
 def main() -> None:
@@ -476,9 +501,13 @@ def report(args, outcome, wall, cpu, before_mb, peak_mb, lag, pauses, run) -> di
           f"{1000 * max(lags):.0f} ms, total {sum(lags):.1f} s; worst at "
           + ", ".join(f"{t:.0f} s ({1000 * lagged:.0f} ms)" for lagged, t in lag.worst)
     )  # fmt: skip
+    pauses, full_passes, left_in_cycles = pauses
     print("  garbage collector: " + ", ".join(
         f"gen {g} {len(p)}x, {sum(p):.2f} s (max {1000 * max(p, default=0):.0f} ms)"
         for g, p in pauses.items()))  # fmt: skip
+    print("  its full passes (gen 2) at: " + ", ".join(
+        f"{at:.0f} s ({1000 * pause:.0f} ms)" for at, pause in full_passes))  # fmt: skip
+    print(f"  objects in reference cycles at the end of the run: {left_in_cycles}")
     print(f"  peak RSS {peak_mb:.0f} MB (before the run {before_mb:.0f} MB, with the "
           f"embedder loaded; the run added {peak_mb - before_mb:.0f} MB)")  # fmt: skip
     total_mb = max(peak_mb, lag.peak_total_mb)

@@ -314,6 +314,36 @@ def test_questions_go_video_by_video_and_one_videos_failures_do_not_stop_the_run
     assert all(rows[q]["status"] == "answered" and rows[q]["correct"] for q in order[4:])
 
 
+def test_eval_freezes_each_memory_it_loads_and_unfreezes_at_the_end(
+    data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``eval`` moves each memory, once loaded, out of the collector's reach: the frozen
+    count the server sees grows from v0's questions to v1's (v1's memory loaded later), and
+    nothing stays frozen once the run is over."""
+    import gc
+
+    scripted = ScriptedModel()
+    frozen: dict[str, list[int]] = {"v0": [], "v1": []}
+
+    def answer(request):
+        text = json.dumps(request.body["messages"])
+        for n in range(4):
+            if question_text(n) in text:
+                frozen[f"v{n % 2}"].append(gc.get_freeze_count())
+        return scripted(request)
+
+    server.on(None, answer)
+    questions = annotations(tmp_path / "q.jsonl", 4, videos=2)
+    run = tmp_path / "run"
+    assert main(eval_args(data, questions, run, server, "--concurrency", "1")) == 0, (
+        capsys.readouterr().err
+    )
+    assert [row["question_id"] for row in lines(run)] == ["q0", "q2", "q1", "q3"]
+    assert frozen["v0"] and frozen["v1"]
+    assert min(frozen["v1"]) > max(frozen["v0"]) > 0
+    assert gc.get_freeze_count() == 0
+
+
 def test_build_missing_builds_each_video_once_for_all_its_questions(
     data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -27,6 +27,7 @@ from videotapestry.errors import (
 )
 from videotapestry.images import ImagePart
 from videotapestry.llm import ModelService
+from videotapestry.llm.openai_client import OpenAICompatibleClient
 from videotapestry.prompts import PromptRegistry
 from videotapestry.testing import FakeOpenAIServer, FakeReply, RecordedRequest
 
@@ -86,6 +87,40 @@ def test_text_request_reaches_the_server_in_openai_wire_format(
     assert body["response_format"]["type"] == "json_schema"
     assert body["response_format"]["json_schema"]["name"] == "final_answer"
     assert "answer" in body["response_format"]["json_schema"]["schema"]["properties"]
+
+
+def test_warm_up_makes_the_clients_without_a_request_and_the_first_call_uses_them(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    """An eval warms its clients before the first question (SSL context, the SDK's first
+    request answered in process): the server sees nothing until the real call, which goes
+    through the very client the warm-up made, and a role without a key is left for its own
+    first call to report."""
+    fake_server.script("answer", FakeReply.json(ANSWER))
+    config = fake_config(
+        fake_server, tmp_path, "models.roles.judge.api_key_env=VT_TEST_NO_SUCH_KEY"
+    )
+    service = ModelService(config)
+
+    async def warm_then_ask():
+        await service.warm_up()
+        made = dict(service._state().clients)
+        asked_before = len(fake_server.requests)
+        session = service.session()
+        try:
+            reply = await session.complete_json("answer", answer_prompt(), FinalAnswer)
+            return made, asked_before, reply, dict(service._state().clients)
+        finally:
+            await service.aclose()
+
+    made, asked_before, reply, after = run(warm_then_ask())
+    assert asked_before == 0
+    assert reply.answer == "B" and len(fake_server.requests) == 1
+    assert len(made) == 1 and after == made  # every role with a key shares the one endpoint
+    # The SDK's first request, made for real against a responder of its own (it raises when
+    # that request fails; the service logs that and goes on), never reaches the run's server.
+    OpenAICompatibleClient(base_url=fake_server.base_url, api_key=api_key).warm_up()
+    assert len(fake_server.requests) == 1
 
 
 HARNESS_HEADERS = ("x-videotapestry-role", "x-videotapestry-prompt", "x-videotapestry-level")

@@ -102,6 +102,10 @@ class VideoTapestry:
         #: The processes that decode and encode observation frames (``video.decode_workers``;
         #: None decodes in threads); started on the first frames, stopped by ``aclose``.
         self.frame_workers = frame_workers_for(self.config.video)
+        #: The compiled graph of each variant asked without a checkpointer: compiled once,
+        #: since a compiled graph keeps no state of a run and each compile leaves hundreds of
+        #: objects in reference cycles for the collector's full passes.
+        self._graphs: dict[str, Any] = {}
 
     def for_variant(self, variant: str) -> VideoTapestry:
         """This instance under another variant (paper Table 3), sharing everything loaded.
@@ -139,6 +143,14 @@ class VideoTapestry:
         return build_graph(
             variant=self.config.variant, checkpointer=checkpointer, **compile_options
         )
+
+    def _question_graph(self, checkpointer: Any) -> Any:
+        if checkpointer is not None:
+            return self.build_graph(checkpointer=checkpointer)
+        variant = self.config.variant
+        if variant not in self._graphs:
+            self._graphs[variant] = self.build_graph()
+        return self._graphs[variant]
 
     # -- questions -------------------------------------------------------------------------
 
@@ -244,7 +256,7 @@ class VideoTapestry:
             readers=readers,
         )
         try:
-            graph = self.build_graph(checkpointer=checkpointer)
+            graph = self._question_graph(checkpointer)
             run_config = {"configurable": {"thread_id": thread_id or qid}}
             resume = False
             if checkpointer is not None:
@@ -283,7 +295,9 @@ class VideoTapestry:
             attach_spent(exc, ctx.session.usage.summary())
             raise
         finally:
-            ctx.close_video()
+            # Closing a decoder frees its container's index (megabytes of a long file): off
+            # the loop too, and carried to the end even when the question was cancelled.
+            await asyncio.shield(asyncio.to_thread(ctx.close_video))
         if not keep_images:
             ctx.images.clear()
         return self._result(

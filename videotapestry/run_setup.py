@@ -16,9 +16,10 @@ records the refusal (``frame_proxy_refused``) so the switch is never silent.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from videotapestry.agents.context import ProgressCallback, RunContext
 from videotapestry.agents.state import QuestionInput
@@ -135,10 +136,25 @@ def open_run_context(
         progress=progress,
         owns_video=owned,
     )
-    # Waits and retries of slow calls reach the same display as the level steps.
-    ctx.session.progress = lambda event: ctx.report(**event)
+    # Waits and retries of slow calls reach the same display as the level steps. The session
+    # holds the context weakly: a strong link back would make the two a reference cycle, so a
+    # finished question's context (its decoders, trace, images) would wait for the cyclic
+    # collector's full pass instead of going at once.
+    ctx.session.progress = _ReportTo(ctx)
     _note_frame_source(ctx, memory)
     return ctx
+
+
+class _ReportTo:
+    """A session's progress callback that forwards to a context it does not keep alive."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self._ctx = weakref.ref(ctx)
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        ctx = self._ctx()
+        if ctx is not None:
+            ctx.report(**event)
 
 
 def memory_directory(memory: str | Path | VideoMemory) -> Path | None:

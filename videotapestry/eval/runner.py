@@ -140,9 +140,10 @@ class RunnerOptions:
     #: way, on two videos or more when the run has two; 0 never stops for that.
     stop_after_same_failures: int = 3
     #: Once the embedding model is loaded, move every object alive (modules, the model:
-    #: ~0.6M objects) out of the cyclic collector's reach (``gc.freeze``), so its full
-    #: passes, which stop every thread, walk only the run's own objects. Process-wide, so
-    #: the command sets it, not the library's default.
+    #: ~0.6M objects) out of the cyclic collector's reach (``gc.freeze``), and again after
+    #: each memory this process loads, so its full passes, which stop every thread, walk
+    #: only the questions' own objects; everything is unfrozen when the run ends.
+    #: Process-wide, so the command sets it, not the library's default.
     freeze_loaded_objects: bool = False
 
 
@@ -292,6 +293,7 @@ class EvalRunner:
             await self._answerer.warm_up()
             if self.options.freeze_loaded_objects:
                 gc.freeze()
+                self._answerer.freeze_loaded = True
         self._pending = Counter(self.inputs.memory(q) for q, _ in plan.groups)
         # The run's files are looked for once, in a thread: each system call on the loop would
         # hand the interpreter lock to the render threads and wait to get it back. Checked in
@@ -303,6 +305,10 @@ class EvalRunner:
             await asyncio.gather(*(self._group(q, group, slots) for q, group in plan.groups))
         finally:
             self._answerer.close()
+            if self.options.freeze_loaded_objects:
+                # What was frozen with the memories (a cycle that died later) is collectable
+                # again, and a later run in this process starts from a clean slate.
+                gc.unfreeze()
         keys = [(v, q.id) for q in questions for v in self.variants]
         return RunOutcome(
             records={key: self._latest[key] for key in keys if key in self._latest},

@@ -235,6 +235,8 @@ class RayAnswerer:
     """The runner's answerer on Ray: question groups to eval workers, one video per worker."""
 
     group_by_video = True
+    #: Memories load in the workers' processes, whose collector this process cannot freeze.
+    freeze_loaded = False
 
     def __init__(
         self,

@@ -93,6 +93,17 @@ class ModelService:
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary()
         )
+        # Each output model's JSON schema, made once: pydantic builds it afresh on every call,
+        # with a schema generator that is a reference cycle of ~60 bound methods, which was
+        # the largest share of the cyclic garbage of an eval (16 calls a question).
+        self._schemas: dict[type[BaseModel], dict[str, Any]] = {}
+
+    def json_schema(self, output_model: type[BaseModel]) -> dict[str, Any]:
+        """``output_model``'s JSON schema (shared by every request: do not change it)."""
+        schema = self._schemas.get(output_model)
+        if schema is None:
+            schema = self._schemas[output_model] = json_schema_for(output_model)
+        return schema
 
     def session(
         self, trace: Trace | None = None, *, progress: Report | None = None
@@ -150,6 +161,35 @@ class ModelService:
         except VideoTapestryError:
             return None  # no client yet (a missing key): the first call reports it
         return getattr(client, "revision", None)
+
+    async def warm_up(self, roles: Sequence[str] = MODEL_ROLES) -> None:
+        """Make the clients of ``roles`` on this event loop, and let each do the one-off
+        work of its first request (``warm_up``, when it has one), both in a thread.
+
+        Creating the OpenAI-compatible client loads the SSL certificates, and its first
+        request imports and builds the SDK's validators: work that holds the interpreter
+        lock, which an eval's first questions would otherwise all wait behind. A role whose
+        client cannot be made (a missing key) is left for its first call to report.
+        """
+        state = self._state()
+        for role in roles:
+            settings = self.config.models.settings_for(role)
+            identity = endpoint_identity(settings)
+            if identity in state.clients:
+                continue
+            try:
+                factory = lookup_factory(self._factories, settings.provider)
+                client = await asyncio.to_thread(factory, settings)
+            except VideoTapestryError:
+                continue
+            client = state.clients.setdefault(identity, client)
+            warm = getattr(client, "warm_up", None)
+            if not callable(warm):
+                continue
+            try:
+                await asyncio.to_thread(warm)
+            except Exception as exc:  # only a head start: the first real call does the work
+                log.warning("warming up the %s client failed: %s", client.endpoint, exc)
 
     async def aclose(self) -> None:
         state = self._loops.pop(asyncio.get_running_loop(), None)
@@ -285,7 +325,7 @@ class ModelSession:
             messages.append(Message("system", prompt.system))
         messages.append(Message("user", prompt.user, tuple(images)))
         spec = (
-            JsonSpec(name=prompt.name, schema=json_schema_for(output_model))
+            JsonSpec(name=prompt.name, schema=self.service.json_schema(output_model))
             if output_model is not None
             else None
         )
