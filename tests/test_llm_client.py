@@ -123,6 +123,37 @@ def test_warm_up_makes_the_clients_without_a_request_and_the_first_call_uses_the
     assert len(fake_server.requests) == 1
 
 
+def test_a_role_its_provider_refuses_fails_though_another_role_made_the_endpoints_client(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    """After the warm-up, a judge set to a model its provider refuses fails at its call (the
+    error its own first call would raise), whichever role made the shared client first."""
+    from videotapestry.errors import ConfigError
+
+    def factory(settings):
+        if settings.model == "refused-model":
+            raise ConfigError("this provider has no model 'refused-model'")
+        return OpenAICompatibleClient.from_settings(settings)
+
+    fake_server.script("answer", FakeReply.json(ANSWER))
+    config = fake_config(fake_server, tmp_path, "models.roles.judge.model=refused-model")
+    service = ModelService(config, client_factories={"openai": factory})
+
+    async def warm_then_ask():
+        await service.warm_up()
+        session = service.session()
+        try:
+            reply = await session.complete_json("answer", answer_prompt(), FinalAnswer)
+            with pytest.raises(ConfigError, match="refused-model"):
+                await session.complete_json("judge", answer_prompt(), FinalAnswer)
+            return reply
+        finally:
+            await service.aclose()
+
+    assert run(warm_then_ask()).answer == "B"
+    assert len(fake_server.requests) == 1  # the judge's call never left
+
+
 HARNESS_HEADERS = ("x-videotapestry-role", "x-videotapestry-prompt", "x-videotapestry-level")
 
 

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from videotapestry.config import MODEL_ROLES, Config
+from videotapestry.config import MODEL_ROLES, Config, ModelSettings
 from videotapestry.errors import (
     ImageLimitError,
     ModelAuthError,
@@ -73,6 +73,9 @@ class _LoopState:
 
     clients: dict[tuple[str, str | None, str], ModelClient] = field(default_factory=dict)
     limits: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+    #: Roles whose own settings their provider refused when ``warm_up`` checked them; their
+    #: calls fail as a first call would, though another role made their endpoint's client.
+    refused: set[str] = field(default_factory=set)
 
 
 class ModelService:
@@ -168,28 +171,39 @@ class ModelService:
 
         Creating the OpenAI-compatible client loads the SSL certificates, and its first
         request imports and builds the SDK's validators: work that holds the interpreter
-        lock, which an eval's first questions would otherwise all wait behind. A role whose
-        client cannot be made (a missing key) is left for its first call to report.
+        lock, which an eval's first questions would otherwise all wait behind. Each role's
+        own settings are put to its provider (roles with the same settings once): a role
+        they are refused for (a missing key, a model the provider does not have) fails at
+        each of its calls, even when another role made the client of its endpoint.
         """
         state = self._state()
+        accepted: dict[str, bool] = {}  # a role's settings, as JSON -> its provider took them
         for role in roles:
             settings = self.config.models.settings_for(role)
-            identity = endpoint_identity(settings)
-            if identity in state.clients:
-                continue
-            try:
-                factory = lookup_factory(self._factories, settings.provider)
-                client = await asyncio.to_thread(factory, settings)
-            except VideoTapestryError:
-                continue
-            client = state.clients.setdefault(identity, client)
-            warm = getattr(client, "warm_up", None)
-            if not callable(warm):
-                continue
+            key = settings.model_dump_json()
+            if key not in accepted:
+                accepted[key] = await self._warm_client(state, settings)
+            if not accepted[key]:
+                state.refused.add(role)
+
+    async def _warm_client(self, state: _LoopState, settings: ModelSettings) -> bool:
+        try:
+            factory = lookup_factory(self._factories, settings.provider)
+            client = await asyncio.to_thread(factory, settings)
+        except VideoTapestryError:
+            return False
+        identity = endpoint_identity(settings)
+        if identity in state.clients:  # these settings are good; the endpoint has its client
+            await client.aclose()
+            return True
+        state.clients[identity] = client
+        warm = getattr(client, "warm_up", None)
+        if callable(warm):
             try:
                 await asyncio.to_thread(warm)
             except Exception as exc:  # only a head start: the first real call does the work
                 log.warning("warming up the %s client failed: %s", client.endpoint, exc)
+        return True
 
     async def aclose(self) -> None:
         state = self._loops.pop(asyncio.get_running_loop(), None)
@@ -214,9 +228,11 @@ class ModelService:
         state = self._state()
         identity = endpoint_identity(request.settings)
         client = state.clients.get(identity)
-        if client is None:
+        if client is None or request.role in state.refused:
             factory = lookup_factory(self._factories, request.settings.provider)
-            client = state.clients[identity] = factory(request.settings)
+            made = factory(request.settings)  # raises again for a refused role
+            state.refused.discard(request.role)
+            client = state.clients.setdefault(identity, made)
         limit = state.limits.get(client.endpoint)
         if limit is None:
             limit = state.limits[client.endpoint] = asyncio.Semaphore(
