@@ -308,7 +308,10 @@ def test_questions_go_video_by_video_and_one_videos_failures_do_not_stop_the_run
     err = capsys.readouterr().err
     assert code == 1 and "all failed with the same error" not in err
     order = [row["question_id"] for row in lines(run)]
-    assert order == ["q0", "q2", "q4", "q6", "q1", "q3", "q5", "q7"]  # video by video
+    # Video by video. v0's four fail before they take a slot, together, and their records
+    # are written in whichever order the writes finish; v1's are answered one at a time.
+    assert sorted(order[:4]) == ["q0", "q2", "q4", "q6"]
+    assert order[4:] == ["q1", "q3", "q5", "q7"]
     rows = {row["question_id"]: row for row in lines(run)}
     assert {rows[q]["status"] for q in ("q0", "q2", "q4", "q6")} == {"failed"}
     assert all(rows[q]["status"] == "answered" and rows[q]["correct"] for q in order[4:])

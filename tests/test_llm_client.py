@@ -650,3 +650,92 @@ def test_call_monitor_imports_without_httpx() -> None:
     code = "import sys; sys.modules['httpx'] = None; import videotapestry.llm.monitor"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def sdk_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith("videotapestry-sdk")}
+
+
+def test_a_request_is_encoded_off_the_event_loop_that_awaits_it(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The SDK JSON-encodes a request in one piece (4 MB for an Overview observation). Here
+    # the encoding waits until the awaiting loop has run another task: done on that loop, it
+    # would wait for itself until the timeout.
+    import openai._base_client as base_client
+
+    encode = base_client.openapi_dumps
+    loop_ran = threading.Event()
+    waited: list[bool] = []
+
+    def encode_when_the_loop_runs(obj: object) -> bytes:
+        waited.append(loop_ran.wait(timeout=10))
+        return encode(obj)
+
+    monkeypatch.setattr(base_client, "openapi_dumps", encode_when_the_loop_runs)
+    fake_server.script("answer", FakeReply.json(ANSWER))
+    service = ModelService(fake_config(fake_server, tmp_path, "cache.enabled=false"))
+
+    async def both() -> FinalAnswer:
+        async def other_task() -> None:
+            await asyncio.sleep(0.05)
+            loop_ran.set()
+
+        try:
+            reply, _ = await asyncio.gather(
+                service.session().complete_json("answer", answer_prompt(), FinalAnswer),
+                other_task(),
+            )
+        finally:
+            await service.aclose()
+        return reply
+
+    assert run(both()).answer == "B"
+    assert waited == [True]
+
+
+def test_retries_are_reported_on_the_thread_of_the_loop_that_asked(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    # The SDK's hooks run on the client's own loop thread; a display is told on its own.
+    fake_server.script("answer", FakeReply.rate_limited(retry_after=0.1), FakeReply.json(ANSWER))
+    service = ModelService(fake_config(fake_server, tmp_path, "cache.enabled=false"))
+    told: list[tuple[str, int]] = []
+
+    async def asked() -> int:
+        session = service.session(
+            progress=lambda e: told.append((e["step"], threading.get_ident()))
+        )
+        try:
+            await session.complete_json("answer", answer_prompt(), FinalAnswer)
+        finally:
+            await service.aclose()
+        return threading.get_ident()
+
+    caller = run(asked())
+    assert ("retry", caller) in told
+    assert {thread for _, thread in told} == {caller}
+
+
+def test_a_clients_loop_thread_ends_with_aclose_or_with_the_client(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    import gc
+
+    before = sdk_threads()
+    fake_server.on("answer", lambda _: FakeReply.json(ANSWER))
+    service = ModelService(fake_config(fake_server, tmp_path, "cache.enabled=false"))
+    run(ask(service))
+    assert sdk_threads() == before
+
+    client = OpenAICompatibleClient(base_url=fake_server.base_url, api_key=api_key)
+    request = service.session().request("answer", answer_prompt(), output_model=FinalAnswer)
+    reply = run(client.complete(request))
+    assert "B" in reply.text
+    started = sdk_threads() - before
+    assert len(started) == 1
+    del client
+    gc.collect()
+    (thread,) = started
+    thread.join(timeout=10)
+    assert not thread.is_alive()

@@ -6,10 +6,16 @@ stare at a silent terminal for minutes. Each call therefore carries a ``CallMoni
 context variable; httpx event hooks on the SDK's HTTP client count the attempts and note
 the status that caused a retry, and the model service reports "waiting" every few seconds
 while the call is open. Nothing here changes what is sent or retried.
+
+The hooks run where the SDK works, which may be a client's own loop thread
+(``loop_thread.LoopThread``); a monitor's reports go to the loop that opened the call, so a
+display is only ever told from the thread it lives on.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import contextvars
 import time
 from collections.abc import Callable
@@ -28,6 +34,13 @@ class HttpResponse(Protocol):
     def status_code(self) -> int: ...
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 @dataclass
 class CallMonitor:
     role: str
@@ -36,23 +49,29 @@ class CallMonitor:
     started: float = field(default_factory=time.monotonic)
     attempts: int = 0
     last_problem: str | None = None
+    #: The loop the call was opened on (None outside one): reports are made there.
+    loop: asyncio.AbstractEventLoop | None = field(default_factory=_running_loop)
 
     @property
     def waited_s(self) -> float:
         return round(time.monotonic() - self.started, 1)
 
     def event(self, step: str, **extra: Any) -> None:
-        self.report(
-            {
-                "level": self.level or "model",
-                "step": step,
-                "role": self.role,
-                "attempt": max(1, self.attempts),
-                "waited_s": self.waited_s,
-                **({"last_problem": self.last_problem} if self.last_problem else {}),
-                **extra,
-            }
-        )
+        payload = {
+            "level": self.level or "model",
+            "step": step,
+            "role": self.role,
+            "attempt": max(1, self.attempts),
+            "waited_s": self.waited_s,
+            **({"last_problem": self.last_problem} if self.last_problem else {}),
+            **extra,
+        }
+        if self.loop is None or self.loop is _running_loop():
+            self.report(payload)
+            return
+        # RuntimeError: the loop that opened the call is closed, so nobody is left to tell.
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self.report, payload)
 
 
 CURRENT_CALL: contextvars.ContextVar[CallMonitor | None] = contextvars.ContextVar(

@@ -33,6 +33,7 @@ from videotapestry.errors import (
     ModelServerError,
     ModelTimeoutError,
 )
+from videotapestry.llm.loop_thread import LoopThread
 from videotapestry.llm.monitor import monitored_http_client
 from videotapestry.llm.types import Message, ModelRequest, ModelResponse, TokenUsage
 from videotapestry.trace import scrub
@@ -52,9 +53,14 @@ class _ErrorSource(TypedDict):
 
 
 class OpenAICompatibleClient:
-    """One endpoint (base URL + key). Remembers which JSON modes the server rejected."""
+    """One endpoint (base URL + key). Remembers which JSON modes the server rejected.
+
+    Its requests are built, sent and read on a loop of its own (``LoopThread``), whichever
+    loop awaits them, so that encoding a request full of images never stalls the caller's.
+    """
 
     def __init__(self, *, base_url: str | None, api_key: str) -> None:
+        self._io = LoopThread(f"videotapestry-sdk {base_url or 'default'}")
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
             api_key=api_key,
@@ -77,6 +83,7 @@ class OpenAICompatibleClient:
         started for it (no server of the run is asked).
         """
         asyncio.run(_offline_first_request())
+        self._io.start()
 
     @classmethod
     def from_settings(cls, settings: ModelSettings) -> OpenAICompatibleClient:
@@ -91,9 +98,13 @@ class OpenAICompatibleClient:
         return cls(base_url=settings.base_url, api_key=api_key)
 
     async def aclose(self) -> None:
-        await self._client.close()
+        await self._io.run(self._client.close())
+        await asyncio.to_thread(self._io.stop)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        return await self._io.run(self._complete(request))
+
+    async def _complete(self, request: ModelRequest) -> ModelResponse:
         settings = request.settings
         options = (settings.timeout_s, settings.max_retries)
         client = self._with_options.get(options)
