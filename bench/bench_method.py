@@ -12,7 +12,9 @@ runs, and the scripted model on the fake OpenAI-compatible server.
    critical path) x 1.0 s, goal <= 1.08x (issue 22), with the frame prefetch
    (``agents.prefetch_frames``) off and on in the same run, each on a cold frame cache (the
    first question on this video; the process warm: embedder and memory loaded) and then on
-   the cache that question left (a further question). The critical path is counted from the
+   the cache that question left (a further question); with ``--proxy`` or
+   ``--critical-proxy`` also with the prefetch on from the memory directory holding the
+   video's frame proxy. The critical path is counted from the
    trace: the longest chain of model calls each starting after the one before it ended.
    Frame-cache hits and the prefetch's frames (planned / decoded / used by the observation)
    are printed with it.
@@ -30,7 +32,7 @@ runs, and the scripted model on the fake OpenAI-compatible server.
    proxy (``builder.frame_proxy``), alternating, frame cache off: decoding per question.
 
     python bench/bench_method.py [--questions 3] [--gop 250] [--repeats 1] [--skip-overhead]
-        [--skip-variants] [--proxy | --proxy-only | --only-decoding]
+        [--skip-variants] [--proxy | --proxy-only | --only-decoding] [--critical-proxy]
 """
 
 from __future__ import annotations
@@ -381,6 +383,11 @@ def main() -> None:
         "--proxy-only", action="store_true", help="only the frame proxy comparison (section 4)"
     )
     parser.add_argument(
+        "--critical-proxy",
+        action="store_true",
+        help="section 2 also reads the memory directory holding the frame proxy",
+    )
+    parser.add_argument(
         "--repeats", type=int, default=1, help="latency runs per prefetch setting (alternated)"
     )
     parser.add_argument(
@@ -448,21 +455,25 @@ def main() -> None:
     print("   the CPU parts; compare the rows of this run with each other)")
     print(f"   {'prefetch':<9}{'frames':<8}{'calls':>6}{'critical':>9}{'wall s':>8}{'ratio':>7}"
           f"{'cache hits':>11}  prefetched planned/decoded/used")  # fmt: skip
-    ratios: dict[tuple[bool, str], list[float]] = defaultdict(list)
+    # (label, prefetch, memory directory): the original video, then its frame proxy.
+    settings = [("off", False, memory_dir), ("on", True, memory_dir)]
+    if args.proxy or args.critical_proxy:
+        settings.append(("on+proxy", True, proxy_memory(memory_dir, video)))
+    ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
     for _ in range(args.repeats):
-        for prefetch in (False, True):
+        for label, prefetch, memory in settings:
             for cache_state, wall, result, hits in latency_run(
-                embedder, video, memory_dir, subs, prefetch=prefetch
+                embedder, video, memory, subs, prefetch=prefetch
             ):
                 critical = critical_path_calls(result)
                 ratio = wall / (critical * 1.0)
-                ratios[(prefetch, cache_state)].append(ratio)
+                ratios[(label, cache_state)].append(ratio)
                 planned, decoded, used = prefetch_figures(result)
-                print(f"   {'on' if prefetch else 'off':<9}{cache_state:<8}{result.usage.calls:>6}"
+                print(f"   {label:<9}{cache_state:<8}{result.usage.calls:>6}"
                       f"{critical:>9}{wall:>8.2f}{ratio:>7.3f}{hits:>11}  "
                       f"{planned}/{decoded}/{used}")  # fmt: skip
-    for (prefetch, cache_state), values in sorted(ratios.items()):
-        print(f"   mean ratio, prefetch {'on' if prefetch else 'off'}, {cache_state} frames: "
+    for (label, cache_state), values in ratios.items():
+        print(f"   mean ratio, prefetch {label}, {cache_state} frames: "
               f"{statistics.mean(values):.3f} over {len(values)} (goal <= 1.08)")  # fmt: skip
 
     if not args.skip_variants:

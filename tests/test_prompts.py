@@ -308,3 +308,20 @@ def test_a_registry_reads_each_template_once(tmp_path: Path) -> None:
     assert registry.source("final_answer").startswith("{% block system %}FIRST")
     fresh = PromptRegistry(tmp_path).render("final_answer", **VARIABLES["final_answer"])
     assert fresh.system.startswith("SECOND") and fresh.template_hash != first.template_hash
+
+
+def test_prepare_reads_every_role_template_before_the_first_render(tmp_path: Path) -> None:
+    """An eval prepares its prompts before the first question (off its event loop): every
+    template is then read and compiled, and a broken one is named before anything runs."""
+    template = tmp_path / "decision.jinja"
+    template.write_text(
+        "{% block system %}FIRST {{ question }}{% endblock %}{% block user %}u{% endblock %}"
+    )
+    registry = PromptRegistry(tmp_path)
+    registry.prepare()
+    template.write_text("{% block system %}SECOND{% endblock %}{% block user %}u{% endblock %}")
+    assert registry.render("decision", question="q").system == "FIRST q"
+
+    template.write_text("{% block system %}{{ question {% endblock %}")
+    with pytest.raises(PromptError, match="decision.jinja"):
+        PromptRegistry(tmp_path).prepare()

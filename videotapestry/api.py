@@ -32,6 +32,7 @@ from videotapestry.agents.rules import is_global_question
 from videotapestry.agents.state import Degradation, EarlierTurn, QuestionInput
 from videotapestry.assemble import CompositeMemory, assemble
 from videotapestry.config import Config, load_config, validate_config
+from videotapestry.contracts.method import OUTPUT_SCHEMAS
 from videotapestry.conversation import Conversation
 from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
 from videotapestry.errors import ConfigError, ModelCallError, VideoTapestryError
@@ -151,6 +152,16 @@ class VideoTapestry:
         if variant not in self._graphs:
             self._graphs[variant] = self.build_graph()
         return self._graphs[variant]
+
+    def prepare(self) -> None:
+        """Do now, in this thread, the one-off work of a process's first questions: every
+        prompt template read and compiled, this variant's graph compiled, and each reply
+        model's JSON schema made. Left to the questions, an eval's first 16 did it on the
+        event loop they all share, one after another."""
+        self.prompts.prepare()
+        self._question_graph(None)
+        for output_model in OUTPUT_SCHEMAS.values():
+            self.service.json_schema(output_model)
 
     # -- questions -------------------------------------------------------------------------
 
@@ -300,8 +311,16 @@ class VideoTapestry:
             await asyncio.shield(asyncio.to_thread(ctx.close_video))
         if not keep_images:
             ctx.images.clear()
-        return self._result(
-            item, ctx, state, time.perf_counter() - started, memory=memory, setup=setup
+        # In a thread: the paths it resolves are system calls, each a wait for the
+        # interpreter lock on the loop when the questions of an eval finish together.
+        return await asyncio.to_thread(
+            self._result,
+            item,
+            ctx,
+            state,
+            time.perf_counter() - started,
+            memory=memory,
+            setup=setup,
         )
 
     async def areanswer(

@@ -135,6 +135,13 @@ class PromptRegistry:
         """Variables the template (and the partials it includes) reads from the caller."""
         return self._variables(f"{self.resolve(name).name}{TEMPLATE_SUFFIX}", set())
 
+    def prepare(self) -> None:
+        """Read, parse and compile every role template now (each is otherwise done at its
+        first render), so that a template error shows before any question too."""
+        for name in self.names():
+            self.variables(name)
+            self._template(self.resolve(name))
+
     def render(self, name: str, /, **variables: Any) -> RenderedPrompt:
         source = self.resolve(name)
         needed = self.variables(name)

@@ -319,19 +319,31 @@ def _place_quote(
     fits nowhere, or fits several places and no timestamp says which."""
     if not quote:
         return None
-    tiers: list[list[tuple[TranscriptLine, ...]]] = [
-        [(line,) for line, said in zip(pool, words, strict=True) if said == quote]
-    ]
+
+    def whole_lines() -> list[tuple[TranscriptLine, ...]]:
+        return [(line,) for line, said in zip(pool, words, strict=True) if said == quote]
+
+    def fragments_of_lines() -> list[tuple[TranscriptLine, ...]]:
+        inside = [(line,) for line, said in zip(pool, words, strict=True) if _inside(quote, said)]
+        # A quote across two lines holds the first's last word and the second's first.
+        held = set(quote)
+        return inside + [
+            (pool[i], pool[i + 1])
+            for i in range(len(pool) - 1)
+            if words[i]
+            and words[i + 1]
+            and words[i][-1] in held
+            and words[i + 1][0] in held
+            and _across(quote, words[i], words[i + 1])
+        ]
+
+    # A tier is searched only when the one before it did not decide: a model that quotes
+    # whole lines (the usual case) costs one pass over the pool per quote, not three.
+    tiers = [whole_lines]
     if fragments and len(quote) >= MIN_FRAGMENT_WORDS:
-        tiers.append(
-            [(line,) for line, said in zip(pool, words, strict=True) if _inside(quote, said)]
-            + [
-                (pool[i], pool[i + 1])
-                for i in range(len(pool) - 1)
-                if _across(quote, words[i], words[i + 1])
-            ]
-        )
-    for tier in tiers:
+        tiers.append(fragments_of_lines)
+    for search in tiers:
+        tier = search()
         if quoted_start is not None:
             near = [c for c in tier if _distance(quoted_start, c) <= tolerance_s]
             if near:
@@ -349,14 +361,20 @@ def _distance(t: float, lines: tuple[TranscriptLine, ...]) -> float:
 
 def _inside(quote: list[str], said: list[str]) -> bool:
     """Whether ``quote`` is a run of consecutive words of ``said``."""
-    n = len(quote)
-    return any(said[i : i + n] == quote for i in range(len(said) - n + 1))
+    n, head = len(quote), quote[0]
+    return any(said[i] == head and said[i : i + n] == quote for i in range(len(said) - n + 1))
 
 
 def _across(quote: list[str], first: list[str], second: list[str]) -> bool:
     """Whether ``quote`` ends ``first`` and goes on into ``second`` (a word of each)."""
+    if not second:
+        return False
+    # Each word compared first is the start of a slice compared after, so most pairs are
+    # ruled out without building a slice.
     return any(
-        first[len(first) - taken :] == quote[:taken]
+        first[len(first) - taken] == quote[0]
+        and second[0] == quote[taken]
+        and first[len(first) - taken :] == quote[:taken]
         and second[: len(quote) - taken] == quote[taken:]
         for taken in range(1, min(len(quote), len(first) + 1))
     )

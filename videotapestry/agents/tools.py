@@ -239,7 +239,10 @@ async def observe_speech(
             raise
         return record.model_copy(update={"error": str(exc)}), lines
     asr = ctx.config.asr
-    quoted = match_evidence_lines(
+    # In a thread: a quote that is no whole line is looked for in every line and pair of
+    # lines of the windows, which for a model that paraphrases is a while of CPU.
+    quoted = await asyncio.to_thread(
+        match_evidence_lines,
         reply.asr_evidence,
         lines,
         windows=[(w.start_s, w.end_s) for w in windows],

@@ -162,6 +162,8 @@ class LocalAnswerer:
 
     async def warm_up(self) -> None:
         await asyncio.to_thread(self.base.embedder.embed, ["warm up"], query=True)
+        for vt in self._vts.values():
+            await asyncio.to_thread(vt.prepare)
         await self.base.service.warm_up()
 
     def close(self) -> None:
