@@ -323,5 +323,5 @@ def test_prepare_reads_every_role_template_before_the_first_render(tmp_path: Pat
     assert registry.render("decision", question="q").system == "FIRST q"
 
     template.write_text("{% block system %}{{ question {% endblock %}")
-    with pytest.raises(PromptError, match="decision.jinja"):
+    with pytest.raises(PromptError, match=r"decision\.jinja"):
         PromptRegistry(tmp_path).prepare()
