@@ -267,6 +267,9 @@ def test_a_question_reads_the_proxy_and_sees_the_same_moments(
     ]
     assert "4417" in with_proxy.answer_text and with_proxy.answer_text == without.answer_text
     assert not with_proxy.degraded
+    # Skim and Focus decode the proxy's frames ahead while they plan, as from the original.
+    prefetched = [e.output for e in with_proxy.trace.events if e.name == "frames_prefetched"]
+    assert prefetched and all(n["error"] is None and n["decoded"] > 0 for n in prefetched)
     # Another video's proxy in that directory: refused on the trace, the original read.
     write_proxy(probe(video), memory, BuilderFrameProxySettings(enabled=True), 768)
     (memory / PROXY_MANIFEST).write_text(

@@ -254,6 +254,13 @@ class ProxyReader:
     def reused_frames(self) -> int:
         return int(getattr(self._reader, "reused_frames", 0))
 
+    @property
+    def frame_cache(self) -> FrameCache | None:
+        """The cache the proxy's frames go to, under the proxy's fingerprint: what the
+        Skim/Focus prefetch decodes into, as with the source's own readers."""
+        cache = getattr(self._reader, "frame_cache", None)
+        return cache if isinstance(cache, FrameCache) else None
+
     def frames_at(self, timestamps: Sequence[float]) -> list[Frame]:
         return self._reader.frames_at(timestamps)
 
