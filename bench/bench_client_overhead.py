@@ -4,7 +4,12 @@ Against the bundled fake server with zero latency, so only client-side work is m
 request building, JSON-schema generation, cache keys (hashing image bytes), SQLite, usage and
 trace bookkeeping. Figures are per call, as ratios against the raw SDK in the same run.
 
-    python bench/bench_client_overhead.py [--calls 200]
+Then the event loop's side: 16 observations of 20 grids each sent at once (an eval's first
+wave of Overview observations), by the raw SDK on the loop that awaits them and by the model
+service (whose OpenAI-compatible client builds and sends requests on a loop thread of its
+own), with the worst lag of a 5 ms ticker on the awaiting loop.
+
+    python bench/bench_client_overhead.py [--calls 200] [--wave 16]
 """
 
 from __future__ import annotations
@@ -31,11 +36,13 @@ from videotapestry.testing import FakeOpenAIServer, FakeReply
 REPLY = {"reasoning": "r", "answer": "A", "observation_result": "o"}
 
 
-def frames(count: int, side: int = 768) -> list[ImagePart]:
+def frames(count: int, side: int = 768, *, detail: int = 1) -> list[ImagePart]:
+    """Noise images; ``detail`` > 1 makes blocks of that many pixels (smaller JPEGs)."""
     rng = np.random.default_rng(0)
     parts = []
     for index in range(count):
-        pixels = rng.integers(0, 255, (side * 9 // 16, side, 3), dtype=np.uint8)
+        coarse = rng.integers(0, 255, (side * 9 // 16 // detail, side // detail, 3), np.uint8)
+        pixels = coarse.repeat(detail, axis=0).repeat(detail, axis=1)
         buffer = io.BytesIO()
         Image.fromarray(pixels).save(buffer, format="JPEG", quality=85)
         parts.append(ImagePart(buffer.getvalue(), f"frame {index}", (float(index),)))
@@ -51,7 +58,7 @@ async def per_call(make_call, calls: int) -> float:
     return statistics.median(timings) * 1000
 
 
-async def main(calls: int) -> None:
+async def main(calls: int, wave: int) -> None:
     os.environ.setdefault("OPENAI_API_KEY", "bench-key")
     registry = PromptRegistry()
     images = frames(50)
@@ -124,6 +131,12 @@ async def main(calls: int) -> None:
         hit_img = await per_call(
             lambda i: session_b.complete_json("observation", obs, VisualObservation, images), few
         )
+        grids = frames(20, side=1344, detail=8)  # ~ a grid's JPEG size
+        grids_mb = sum(len(p.jpeg) for p in grids) / 1e6
+        raw_wave = await worst_lag(lambda i: raw_observation(raw, obs, grids), wave)
+        ours_wave = await worst_lag(
+            lambda i: session_a.complete_json("observation", obs, VisualObservation, grids), wave
+        )
         await raw.close()
         await nocache.aclose()
         await cached.aclose()
@@ -141,9 +154,52 @@ async def main(calls: int) -> None:
         f"images {ours_img / raw_img:.2f}x; cache hit vs raw: text "
         f"{hit_text / raw_text:.2f}x, images {hit_img / raw_img:.2f}x"
     )
+    print(
+        f"{wave} observations of 20 grids ({grids_mb:.1f} MB of JPEG each) sent at once: "
+        f"worst lag of the awaiting loop {raw_wave[0]:.0f} ms with the raw SDK on it, "
+        f"{ours_wave[0]:.0f} ms through the model service ({raw_wave[0] / ours_wave[0]:.1f}x); "
+        f"wall {raw_wave[1]:.2f} s and {ours_wave[1]:.2f} s"
+    )
+
+
+async def raw_observation(raw: openai.AsyncOpenAI, prompt, images: list[ImagePart]) -> None:
+    content = [{"type": "text", "text": prompt.user}] + [
+        {"type": "image_url", "image_url": {"url": p.data_url()}} for p in images
+    ]
+    await raw.chat.completions.create(
+        model="m",
+        messages=[
+            {"role": "system", "content": prompt.system},
+            {"role": "user", "content": content},
+        ],
+        response_format={"type": "json_object"},
+    )
+
+
+async def worst_lag(make_call, count: int) -> tuple[float, float]:
+    """(worst lag in ms of a 5 ms ticker on this loop, wall s) while ``count`` calls run."""
+    lags: list[float] = []
+    done = asyncio.Event()
+
+    async def tick() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            await asyncio.sleep(0.005)
+            lags.append(time.perf_counter() - started - 0.005)
+
+    ticker = asyncio.ensure_future(tick())
+    await asyncio.sleep(0.05)
+    started = time.perf_counter()
+    await asyncio.gather(*(make_call(i) for i in range(count)))
+    wall = time.perf_counter() - started
+    done.set()
+    await ticker
+    return max(lags) * 1000, wall
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200)
-    asyncio.run(main(parser.parse_args().calls))
+    parser.add_argument("--wave", type=int, default=16, help="observations sent at once")
+    args = parser.parse_args()
+    asyncio.run(main(args.calls, args.wave))
