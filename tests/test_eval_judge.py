@@ -100,6 +100,9 @@ class StandIn:
     def for_variant(self, variant: str) -> StandIn:
         return self
 
+    def prepare(self) -> None:
+        self.prompts.prepare()
+
     def load_memory(self, memory: Path, video_fingerprint: str | None = None) -> None:
         return None
 

@@ -1,12 +1,12 @@
 """An event loop in a thread of its own, for a client's request work.
 
 The ``openai`` SDK builds each request on the loop that awaits it: it walks the parameters
-against their types, base64 is done by us, and the body is JSON-encoded in one piece. For an
-Overview observation of 20 grids that is about 30 ms of interpreter time per request, and
-when the questions of an eval send their observations together, 16 of them ran back to back
-on the loop that drives every question (a 0.3-0.45 s stall). Run on a loop of its own, that
-work still needs the interpreter lock, but the asking loop gets it back between the SDK's
-steps instead of waiting for all 16 requests to be written.
+against their types and JSON-encodes the body in one piece, after the images were
+base64-encoded. For an Overview observation of 20 grids that is about 30 ms of interpreter
+time per request, and when the questions of an eval send their observations together, 16 of
+them ran back to back on the loop that drives every question (a 0.3-0.45 s stall). Run on a
+loop of its own, that work still needs the interpreter lock, but the asking loop gets it
+back between the SDK's steps instead of waiting for all 16 requests to be written.
 
 The SDK client and its connection pool belong to this loop alone; callers on any other loop
 ``await run(coroutine)``. Cancelling the awaiting task cancels the coroutine on this loop.
