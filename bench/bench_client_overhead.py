@@ -77,20 +77,7 @@ async def main(calls: int, wave: int) -> None:
             )
 
         async def raw_call(index: int, with_images: bool = False) -> None:
-            rendered = prompt(index)
-            content: object = rendered.user
-            if with_images:
-                content = [{"type": "text", "text": rendered.user}] + [
-                    {"type": "image_url", "image_url": {"url": p.data_url()}} for p in images
-                ]
-            await raw.chat.completions.create(
-                model="m",
-                messages=[
-                    {"role": "system", "content": rendered.system},
-                    {"role": "user", "content": content},
-                ],
-                response_format={"type": "json_object"},
-            )
+            await raw_chat(raw, prompt(index), images if with_images else [])
 
         def service(cache: bool) -> ModelService:
             return ModelService(
@@ -133,7 +120,7 @@ async def main(calls: int, wave: int) -> None:
         )
         grids = frames(20, side=1344, detail=8)  # ~ a grid's JPEG size
         grids_mb = sum(len(p.jpeg) for p in grids) / 1e6
-        raw_wave = await worst_lag(lambda i: raw_observation(raw, obs, grids), wave)
+        raw_wave = await worst_lag(lambda i: raw_chat(raw, obs, grids), wave)
         ours_wave = await worst_lag(
             lambda i: session_a.complete_json("observation", obs, VisualObservation, grids), wave
         )
@@ -162,10 +149,13 @@ async def main(calls: int, wave: int) -> None:
     )
 
 
-async def raw_observation(raw: openai.AsyncOpenAI, prompt, images: list[ImagePart]) -> None:
-    content = [{"type": "text", "text": prompt.user}] + [
-        {"type": "image_url", "image_url": {"url": p.data_url()}} for p in images
-    ]
+async def raw_chat(raw: openai.AsyncOpenAI, prompt, images: list[ImagePart]) -> None:
+    """One JSON call through the raw SDK: the prompt's text, then ``images`` as data URLs."""
+    content: object = prompt.user
+    if images:
+        content = [{"type": "text", "text": prompt.user}] + [
+            {"type": "image_url", "image_url": {"url": p.data_url()}} for p in images
+        ]
     await raw.chat.completions.create(
         model="m",
         messages=[

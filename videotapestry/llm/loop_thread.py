@@ -44,6 +44,10 @@ class LoopThread:
                 self._loop, self._thread = loop, thread
             return self._loop
 
+    @property
+    def started(self) -> bool:
+        return self._loop is not None
+
     async def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """``coroutine``'s result, computed on this thread's loop."""
         future = asyncio.run_coroutine_threadsafe(coroutine, self.start())

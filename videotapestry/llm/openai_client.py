@@ -98,6 +98,9 @@ class OpenAICompatibleClient:
         return cls(base_url=settings.base_url, api_key=api_key)
 
     async def aclose(self) -> None:
+        if not self._io.started:  # never sent anything: nothing is bound to a loop yet
+            await self._client.close()
+            return
         await self._io.run(self._client.close())
         await asyncio.to_thread(self._io.stop)
 
