@@ -11,7 +11,7 @@ Real-time factor = audio seconds / seconds of work (audio decoding + recognition
 loading is reported separately. Word error rate against the known sentences is printed too,
 so a faster setting that loses words shows up. Goal: >= 20x on 2 cores.
 
-    python bench/bench_asr_rtf.py [--minutes 5] [--beams 1 5] [--threads 0]
+    python bench/bench_asr_rtf.py [--minutes 5] [--beams 1 5] [--threads 0] [--smoke]
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 
 import jiwer
 import numpy as np
+from benchkit import cache_dir, smoke
 
 from videotapestry.asr import WhisperTranscriber
 from videotapestry.asr.audio import SAMPLE_RATE, decode_audio_window
@@ -35,11 +36,18 @@ from videotapestry.video import TimeWindow, probe
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "speech.mp4"
 TRUTH = ROOT / "tests" / "fixtures" / "speech.json"
-CACHE = ROOT / "bench" / ".cache"
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
+SMOKE_ARGS = ("--minutes", "0.25", "--beams", "1")
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^cores: \d+; model: packaged:tiny\.en",
+    r"^input +beam +threads +audio +work +x real time +WER +load",
+    r"^fixture 36 s \(sparse\) +\d",
+    r"^dense_speech_\S+ +\d",
+)
 
 
 def dense_speech_video(minutes: float) -> Path:
-    path = CACHE / f"dense_speech_{minutes:g}min.mp4"
+    path = cache_dir(f"dense_speech_{minutes:g}min.mp4")
     if path.exists():
         return path
     truth = json.loads(TRUTH.read_text(encoding="utf-8"))
@@ -83,6 +91,7 @@ def measure(path: Path, beam: int, threads: int) -> dict[str, float]:
 
 
 def main() -> None:
+    smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 5])

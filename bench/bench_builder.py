@@ -24,7 +24,7 @@ the server spends almost no CPU of its own).
 3. Calls, images and tokens per video-hour, by stage (tokens are the fake server's estimate:
    characters / 4 + 85 per image; a real VLM charges more for a 768-px grid image).
 
-    python bench/bench_builder.py [--minutes 60] [--ocr all|regions|frame|off]
+    python bench/bench_builder.py [--minutes 60] [--ocr all|regions|frame|off] [--smoke]
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 
 from bench_video_sampling import long_video
+from benchkit import smoke
 
 from memory_builders.builder import MemoryBuilder
 from memory_builders.progress import BuildProgress
@@ -51,6 +52,22 @@ from videotapestry.testing.scripted_builder import ScriptedBuilderModel, offline
 from videotapestry.timecode import format_timestamp
 from videotapestry.video import probe
 
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
+SMOKE_ARGS = ("--minutes", "0.25")
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^video: long_\S+, \d+ min, \d+x\d+, \S+ fps; \d+ CPUs",
+    r"^1\. framework time \(zero-latency server\), per video-minute",
+    r"^  OCR regions +wall .* s/video-min +\(\d+ clips; process CPU ",
+    r"^  OCR frame +wall .* s/video-min +\(\d+ clips; process CPU ",
+    r"^  OCR off +wall .* s/video-min +\(\d+ clips; process CPU ",
+    r"^    top costs \(thread-seconds\): ",
+    r"^    OCR read \S+ of \S+ kept frames: \S+ detector calls, ",
+    r"^  region gate / whole-frame gate, this run: framework ",
+    r"^2\. perception at \S+ s per call, concurrency \d+: \d+ calls, wall ",
+    r"^3\. per video-hour, by stage \(zero-latency run, OCR ",
+    r"^  stage +calls +images +prompt tok +completion",
+    r"^  perception +\d",
+)
 LATENCY_S = 0.5
 CONCURRENCY = 8
 _CLIP = re.compile(r"Clip (clip_\d+): (\S+) to (\S+) of")
@@ -215,6 +232,7 @@ def print_run(run: dict, minutes: float) -> None:
 
 
 def main() -> None:
+    smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--ocr", choices=("all", *MODES), default="all")

@@ -9,7 +9,7 @@ wave of Overview observations), by the raw SDK on the loop that awaits them and 
 service (whose OpenAI-compatible client builds and sends requests on a loop thread of its
 own), with the worst lag of a 5 ms ticker on the awaiting loop.
 
-    python bench/bench_client_overhead.py [--calls 200] [--wave 16]
+    python bench/bench_client_overhead.py [--calls 200] [--wave 16] [--smoke]
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 import openai
+from benchkit import smoke
 from PIL import Image
 
 from videotapestry.config import load_config
@@ -34,6 +35,17 @@ from videotapestry.prompts import PromptRegistry
 from videotapestry.testing import FakeOpenAIServer, FakeReply
 
 REPLY = {"reasoning": "r", "answer": "A", "observation_result": "o"}
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
+SMOKE_ARGS = ("--calls", "10", "--wave", "2")
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^median ms per call over \d+ text calls / \d+ calls with 50 images",
+    r"^ +text +50 images$",
+    r"^raw openai SDK +\d",
+    r"^ModelService, cache off +\d",
+    r"^ModelService, cache hit +\d",
+    r"^overhead ratio \(ours / raw\): text ",
+    r"observations of 20 grids .* sent at once: worst lag of the awaiting loop ",
+)
 
 
 def frames(count: int, side: int = 768, *, detail: int = 1) -> list[ImagePart]:
@@ -188,6 +200,7 @@ async def worst_lag(make_call, count: int) -> tuple[float, float]:
 
 
 if __name__ == "__main__":
+    smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--wave", type=int, default=16, help="observations sent at once")

@@ -26,7 +26,9 @@ Figures:
 the same fake server in the same process, and prints the figures side by side as ratios.
 
     PYTHONPATH=. python bench/bench_eval.py [--questions 100] [--videos 10] [--concurrency 16]
-        [--video benchmark --compare video.decode_workers=2] [--stalls]
+        [--video benchmark --compare video.decode_workers=2] [--stalls] [--minutes 60] [--smoke]
+
+``--minutes`` changes the videos' and memories' length (60), for a quick run.
 
 ``--stalls`` also prints where the event loop's thread was while the loop was late (stack
 samples every 5 ms), to find work that blocks it, and the samples of the three longest late
@@ -53,10 +55,37 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
-from bench_method import hour_subtitles
+from bench_method import hour_subtitles, method_supers
 from bench_video_sampling import long_video
+from benchkit import cache_dir, smoke
 
-CACHE = Path(__file__).resolve().parent / ".cache" / "eval"
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
+SMOKE_ARGS = (
+    "--minutes", "1", "--questions", "2", "--videos", "1", "--concurrency", "2",
+    "--latency", "0.05", "--stalls", "--compare", "video.frame_reuse=0",
+)  # fmt: skip
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^== base: ",
+    r"^\d+ questions over \d+ \S+-minute memories \(light video\), concurrency \d+, ",
+    r"^  answered \d+, right \d+, failed \d+, degraded \d+",
+    r"^  model calls per question: mean .*; critical path: mean ",
+    r"^  wall .* s; ideal .* \(sum of critical-path calls x ",
+    r"^  packing bound with equal questions: ",
+    r"^  CPU time of the run ",
+    r"^  event loop lag \(50 ms ticker\): p50 ",
+    r"^  garbage collector: gen 0 ",
+    r"^  its full passes \(gen 2\) at: ",
+    r"^  objects in reference cycles at the end of the run: ",
+    r"^  peak RSS .* \(before the run ",
+    r"^  peak RSS with the frame workers \(sampled every tick\) ",
+    r"^  loop stalls: \d+ samples of 5 ms",
+    r"^  innermost frames:",
+    r"^  stacks:",
+    r"^== video\.frame_reuse=0: ",
+    r"^fake server requests, all runs: \d+",
+    r"^side by side \(ratio to base, same process, same server\):",
+    r"^  video\.frame_reuse=0 +wall/ideal ",
+)
 TITLES = [
     "The lighthouse keeper", "A bakery at dawn", "Harbour of lanterns", "The glass orchard",
     "Night train to Lund", "The copper mine", "Winter at the observatory", "A tailor's ledger",
@@ -76,33 +105,38 @@ def serve(latency: float, ready, stop) -> None:
         ready.put(len(server.requests))
 
 
-def light_video() -> Path:
+def light_video(minutes: float = 60) -> Path:
     """60 minutes at 2 fps and 320x180, a keyframe every 5 s: the method's full path
     (frames, grids, JPEGs, images in requests) at a small fraction of the decoding cost."""
     from videotapestry.testing.media import make_h264_video
     from videotapestry.video import probe
 
-    path = CACHE / "light_60min_320x180_2fps.mp4"
+    path = cache_dir("eval", f"light_{minutes:g}min_320x180_2fps.mp4")
     try:
         probe(path)
     except Exception:
         print(f"generating {path.name} (one-off, cached) ...", flush=True)
-        make_h264_video(path, 3600, fps=2.0, size=(320, 180), gop_frames=10)
+        make_h264_video(path, minutes * 60, fps=2.0, size=(320, 180), gop_frames=10)
     return path
 
 
-def inputs(videos: int, questions: int, source: str, gop: int) -> tuple[Path, Path, Path, Path]:
-    """(annotations, videos dir, memories dir, subtitles dir), made once and cached."""
+def inputs(
+    videos: int, questions: int, source: str, gop: int, minutes: float = 60
+) -> tuple[Path, Path, Path, Path]:
+    """(annotations, videos dir, memories dir, subtitles dir), made once and cached; the
+    videos and memories ``minutes`` long."""
     from videotapestry.config import EmbeddingConfig
     from videotapestry.embeddings import SentenceTransformerEmbedder
     from videotapestry.memory import ensure_embeddings, is_native_memory, save_memory
     from videotapestry.testing.memories import synthetic_memory
     from videotapestry.video import fingerprint
 
-    CACHE.mkdir(parents=True, exist_ok=True)
-    video = light_video() if source == "light" else long_video(60, gop=gop)
-    video_dir = CACHE / f"videos_{source}"
-    memory_dir, subtitle_dir = CACHE / f"memories_{source}", CACHE / "subs"
+    cache = cache_dir("eval")
+    cache.mkdir(parents=True, exist_ok=True)
+    video = light_video(minutes) if source == "light" else long_video(minutes, gop=gop)
+    length = "" if minutes == 60 else f"_{minutes:g}min"  # the names of the 60-minute runs
+    video_dir = cache / f"videos_{source}{length}"
+    memory_dir, subtitle_dir = cache / f"memories_{source}{length}", cache / f"subs{length}"
     for folder in (video_dir, memory_dir, subtitle_dir):
         folder.mkdir(parents=True, exist_ok=True)
     embedder = None
@@ -123,17 +157,17 @@ def inputs(videos: int, questions: int, source: str, gop: int) -> tuple[Path, Pa
             EmbeddingConfig(model="packaged:all-MiniLM-L6-v2", query_prompt_name=None)
         )
         memory = synthetic_memory(
-            duration_s=3600,
-            supers=12,
-            macros_per_super=10,
+            duration_s=minutes * 60,
+            supers=method_supers(minutes),
+            macros_per_super=max(1, round(minutes / 6)),
             seed=n,
             fingerprint=print_,
             title=TITLES[n % len(TITLES)],
         )
         print(f"embedding memory v{n} (one-off, cached) ...", flush=True)
         save_memory(ensure_embeddings(memory, embedder), target)
-    hour_subtitles(subtitle_dir / "hour.srt")
-    annotations = CACHE / f"questions_{questions}x{videos}.jsonl"
+    hour_subtitles(subtitle_dir / "hour.srt", round(minutes * 60))
+    annotations = cache / f"questions_{questions}x{videos}.jsonl"
     with annotations.open("w", encoding="utf-8") as handle:
         for n in range(questions):
             v = n % videos
@@ -356,7 +390,7 @@ async def run_eval(
     )
     vt.embedder.embed(["warm up"], query=True)  # the model load is not the runner's
     questions = load_benchmark("jsonl", annotations)
-    run = CACHE / "run"
+    run = cache_dir("eval", "run")
     shutil.rmtree(run, ignore_errors=True)
     info = new_run_info(
         benchmark="jsonl",
@@ -402,6 +436,7 @@ async def run_eval(
 
 
 def main() -> None:
+    smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser()
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--videos", type=int, default=10)
@@ -421,6 +456,9 @@ def main() -> None:
         action="store_true",
         help="sample the event loop thread's stack while the loop is late, and print where",
     )
+    parser.add_argument(
+        "--minutes", type=float, default=60.0, help="the videos' and memories' length"
+    )
     parser.add_argument("-o", "--override", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument(
         "--compare",
@@ -433,7 +471,9 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "bench")
     source = "light" if args.video == "none" else args.video
-    annotations, videos, memories, subs = inputs(args.videos, args.questions, source, args.gop)
+    annotations, videos, memories, subs = inputs(
+        args.videos, args.questions, source, args.gop, args.minutes
+    )
     if args.video == "none":
         videos = None
 
@@ -477,8 +517,9 @@ def report(args, outcome, wall, cpu, before_mb, peak_mb, lag, pauses, run) -> di
     ideal = sum(paths) * args.latency / args.concurrency
     waves = math.ceil(len(answered) / args.concurrency)
     bound = waves * max(paths, default=0) * args.latency
-    print(f"{len(records)} questions over {args.videos} 60-minute memories ({args.video} "
-          f"video), concurrency {args.concurrency}, {args.latency:g} s per call")  # fmt: skip
+    print(f"{len(records)} questions over {args.videos} {args.minutes:g}-minute memories "
+          f"({args.video} video), concurrency {args.concurrency}, {args.latency:g} s per "
+          "call")  # fmt: skip
     print(f"  answered {len(answered)}, right {sum(bool(r.correct) for r in answered)}, "
           f"failed {len(outcome.failed)}, degraded {len(outcome.degraded)}")  # fmt: skip
     print(f"  model calls per question: mean {statistics.mean(calls):.1f}; critical path: "

@@ -33,7 +33,7 @@ Queries come in disjoint seeded splits: "tune" chooses the default (most facts c
 mean depth within k_max; smaller depth on ties) and "report" is what is printed as the result.
 Texts are embedded with the packaged all-MiniLM-L6-v2, cached under bench/.cache/.
 
-    python bench/bench_focus_coverage.py [--queries 150] [--set key=value ...]
+    python bench/bench_focus_coverage.py [--queries 150] [--set key=value ...] [--smoke]
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ from bench_pace_mem_quality import (
     embed_all,
     settings_from,
 )
+from benchkit import smoke
 
 from videotapestry.config import EvidenceConfig
 from videotapestry.retrieval import (
@@ -79,6 +80,19 @@ from videotapestry.retrieval import (
 )
 
 CACHE_NAME = "focus_coverage_minilm.npz"
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
+SMOKE_ARGS = ("--queries", "3")
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^TUNE split \(chooses the default\): \d+ queries",
+    r"^focus_scope \(\+ options in query\) +facts +recall +macros ",
+    r"^joint +\d",
+    r"^per_macro \+ options +\d",
+    r"^recall by family: count_which ",
+    r"^  per_macro \+ options +\d",
+    r"^chosen on the tune split: ",
+    r"^REPORT split \(held out\): \d+ queries",
+    r"^\(total \S+ s\)$",
+)
 SCOPES = ("joint", "joint_with_floor", "per_macro")
 FAMILIES = ("count_which", "count_how_many", "actions")
 
@@ -524,6 +538,7 @@ def choose(results: dict[str, dict], k_max: int) -> str:
 
 
 def main() -> None:
+    smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--queries", type=int, default=150, help="queries per split")
     add_set_option(parser, "mmr=false")

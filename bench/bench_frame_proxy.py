@@ -8,7 +8,7 @@
    frame each shows (its burned-in frame code, must be identical) and how far the pixels
    are from the original's (mean absolute difference, PSNR).
 
-    python bench/bench_frame_proxy.py [--minutes 20] [--gop 250]
+    python bench/bench_frame_proxy.py [--minutes 20] [--gop 250] [--smoke]
 
 Absolute seconds depend on the machine's load; compare the ratios measured in one run.
 """
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_video_sampling import long_video
+from benchkit import cache_dir, smoke
 
 from videotapestry.config import BuilderFrameProxySettings, ImagesConfig, VideoConfig
 from videotapestry.testing.media import read_frame_index
@@ -37,7 +38,20 @@ from videotapestry.video import (
     write_proxy,
 )
 
-CACHE = Path(__file__).resolve().parent / ".cache"
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print
+#: (a smoke run's cache is fresh, so section 1 always runs).
+SMOKE_ARGS = ("--minutes", "0.5")
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^1\. proxy of long_",
+    r"^ +\S+ MB = \S+ MB per video-hour \(source ",
+    r"^ +written in .* CPU per video-minute",
+    r"^2\. decoding, original vs proxy",
+    r"^ +overview 120 uniform +original .* \| proxy .* \| ratio wall ",
+    r"^ +100 random frames +original .* \| proxy .* \| ratio wall ",
+    r"^3\. what the agents see",
+    r"^ +overview 120 uniform +timestamps identical .* PSNR ",
+    r"^ +100 random frames +timestamps identical .* PSNR ",
+)
 
 
 def timed(fn):
@@ -53,7 +67,7 @@ def ensure_proxy(
     wall s, CPU s) when it was written now."""
     info = probe(video)
     settings = BuilderFrameProxySettings(enabled=True, keyframe_interval_s=keyframe_interval_s)
-    out = CACHE / f"proxy_{video.stem}_k{keyframe_interval_s:g}"
+    out = cache_dir(f"proxy_{video.stem}_k{keyframe_interval_s:g}")
     if not rebuild and find_proxy(out, info).usable:
         return out, None
     shutil.rmtree(out, ignore_errors=True)
@@ -65,6 +79,7 @@ def ensure_proxy(
 
 
 def main() -> None:
+    smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser()
     parser.add_argument("--minutes", type=float, default=20)
     parser.add_argument("--gop", type=int, default=250)

@@ -25,7 +25,10 @@ Image tokens per call are estimates from the documented resize rules (see ``tile
 and ``patch_tokens``); an Overview call carries 20 grids, a Skim/Focus call 50 frames.
 
     python bench/bench_grid_legibility.py [--cells 40] [--sides 768,1152,1344,1536]
-                                          [--detect 12] [--chroma 420]
+                                          [--detect 12] [--chroma 420] [--frames 120] [--smoke]
+
+``--frames`` (scenes, and frames sampled per row) other than 120 is for a quick run only: the
+tokens per call still assume an Overview call of 20 grids.
 """
 
 from __future__ import annotations
@@ -37,9 +40,9 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
+from benchkit import cache_dir, smoke
 from PIL import Image
 
 from videotapestry.config import ImagesConfig, load_config
@@ -60,7 +63,21 @@ from videotapestry.video import (
 )
 from videotapestry.video.grids import cell_box, cell_size_for
 
-CACHE = Path(__file__).resolve().parent / ".cache"
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print
+#: (two sides: the frame rows of 640x360 skip the second, those of 1280x720 resize once).
+SMOKE_ARGS = ("--frames", "12", "--cells", "2", "--sides", "768,1536", "--detect", "1")
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^Scene text legibility: \d+ of \d+ frames per row, 4 strings each",
+    r"^source +images +px per frame \(scale\) ",
+    r"^640x360 +native frame ",
+    r"^640x360 +grid, grid_max_side \d+ ",
+    r"^640x360 +frame, max_side >= 640 ",
+    r"^1280x720 +grid, grid_max_side \d+ ",
+    r"^1280x720 +frame, max_side \d+ ",
+    r"^1280x720 +frame, max_side >= 1280 ",
+    r"^exact: share of strings read exactly",
+    r"^det\+rec: full rapidocr detection \+ recognition",
+)
 SOURCES = ((640, 360), (1280, 720))
 FRAMES_PER_OVERVIEW = 120  # 20 grids of 3x2: one Overview call
 FRAMES_PER_SKIM = 50  # one Skim/Focus call
@@ -242,14 +259,15 @@ def decode_jpeg(data: bytes) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
 
 
-def source_video(size: tuple[int, int]) -> SceneTextVideo:
-    path = CACHE / f"scene_text_v{VIDEO_VERSION}_{size[0]}x{size[1]}.mp4"
-    return make_scene_text_video(path, size, scenes=FRAMES_PER_OVERVIEW, reuse=True)
+def source_video(size: tuple[int, int], scenes: int = FRAMES_PER_OVERVIEW) -> SceneTextVideo:
+    fewer = "" if scenes == FRAMES_PER_OVERVIEW else f"_{scenes}scenes"
+    path = cache_dir(f"scene_text_v{VIDEO_VERSION}_{size[0]}x{size[1]}{fewer}.mp4")
+    return make_scene_text_video(path, size, scenes=scenes, reuse=True)
 
 
 def sample(video: SceneTextVideo, config) -> list[Frame]:
     with open_video(video.path, config.video) as reader:
-        indices = uniform_indices(reader, 0.0, reader.info.duration_s, FRAMES_PER_OVERVIEW)
+        indices = uniform_indices(reader, 0.0, reader.info.duration_s, len(video.scenes))
         frames = decode_indices([reader], indices)
     scenes = {f.index // video.frames_per_scene for f in frames}
     if len(scenes) != len(frames):
@@ -406,12 +424,16 @@ def format_table(rows: Sequence[Row], heights: Sequence[float]) -> str:
 
 
 def main() -> None:
+    smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=40, help="frames OCR'd per row (of 120)")
     parser.add_argument("--sides", default="768,1152,1344,1536", help="images.grid_max_side values")
     parser.add_argument("--detect", type=int, default=0, help="cells per grid row for det+rec")
     parser.add_argument(
         "--chroma", choices=("444", "420"), default="444", help="JPEG chroma subsampling"
+    )
+    parser.add_argument(
+        "--frames", type=int, default=FRAMES_PER_OVERVIEW, help="scenes = frames sampled per row"
     )
     args = parser.parse_args()
     encoding.JPEG_SUBSAMPLING = 0 if args.chroma == "444" else 2  # compare with Pillow's default
@@ -422,7 +444,7 @@ def main() -> None:
     started = time.perf_counter()
     rows: list[Row] = []
     for size in SOURCES:
-        video = source_video(size)
+        video = source_video(size, args.frames)
         frames = sample(video, config)
         keep = chosen(frames, args.cells)
         source = f"{size[0]}x{size[1]}"
@@ -474,7 +496,7 @@ def main() -> None:
             )
     elapsed = time.perf_counter() - started
     print(
-        f"Scene text legibility: {args.cells} of {FRAMES_PER_OVERVIEW} frames per row, 4 strings "
+        f"Scene text legibility: {args.cells} of {args.frames} frames per row, 4 strings "
         f"each (text height = font em as % of frame height); jpeg_quality "
         f"{config.images.jpeg_quality}, chroma {args.chroma}; defaults grid_max_side "
         f"{config.images.grid_max_side}, frame_max_side {config.images.frame_max_side}; "

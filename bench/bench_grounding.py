@@ -14,6 +14,9 @@ rendered again with and without the citation parts, counted as the offline clien
 Prints the tables; the two run directories (records, traces, report.md) stay in the cache.
 
     python bench/bench_grounding.py [--minutes 30] [--count 24] [--concurrency 2]
+        [--questions N] [--smoke]
+
+``--questions N`` asks only the first N questions (as in bench_offline_vs_direct.py).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, not an installed one
+
+from benchkit import cache_dir, smoke  # noqa: E402
 
 from videotapestry.eval.grounding import IOU_THRESHOLDS, score  # noqa: E402
 from videotapestry.eval.metrics import VariantMetrics, metrics_by_variant  # noqa: E402
@@ -47,27 +52,54 @@ from videotapestry.testing.fact_bench import (  # noqa: E402
 )
 from videotapestry.variants import DIRECT, FULL, STATIC_MEMORY  # noqa: E402
 
-CACHE = ROOT / "bench" / ".cache"
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
+SMOKE_ARGS = ("--minutes", "1.5", "--count", "4", "--questions", "1")
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^video: facts_\S+, \S+ min, \d+ facts on screen",
+    r"^memory: \S+ s to build or reuse, \d+ model calls",
+    r"^mc: \d+ s for \d+ questions x 3 variants",
+    r"^open: \d+ s for \d+ questions x 3 variants",
+    r"^ +on screen +full +static_memory +direct ",
+    r"^\S+ +\d\d:\d\d-\d\d:\d\d ",
+    r"^multiple-choice accuracy ",
+    r"^free-form correct \(offline judge\) ",
+    r"^grounding hit rate \(mc\) ",
+    r"^mIoU \(free-form\) ",
+    r"^recall@IoU \S+ \(free-form\) ",
+    r"^answers citing nothing \(mc\) ",
+    r"^right among grounded \(free-form\) ",
+    r"^s per question \(mc\) ",
+    r"^model calls per question \(free-form\) ",
+    r"^prompt tokens per question \(free-form\) ",
+    r"^\(free-form verdicts by the offline judge, an approximate rule: \d+ judged\)",
+    r"^what citing adds per question \(Answer agent's call",
+    r"^variant +mode +n +calls +extra +answer prompt ",
+    r"^full +mc +\d",
+    r"^static_memory +open +\d",
+    r"^calls: the question's model calls",
+    r"^an endpoint in json_schema mode is sent the reply schema too ",
+)
 VARIANTS = (FULL.name, STATIC_MEMORY.name, DIRECT.name)
 #: The variants that answer with the Answer agent's prompt, whose citation cost is measured.
 ANSWER_AGENT = (FULL.name, STATIC_MEMORY.name)
 
 
 def main() -> None:
+    smoke(SMOKE_ARGS)
     args = bench_arguments(__doc__.split("\n\n")[0])
     started = time.perf_counter()
-    video = bench_video(CACHE, args)
+    video = bench_video(cache_dir(), args)
     name = video.path.stem
     print(f"video: {video.path.name}, {args.minutes:g} min, {len(video.facts)} facts on screen "
           f"8 s each (silent: no spoken facts), {time.perf_counter() - started:.1f} s to "
           "write")  # fmt: skip
     models = OfflineModels.load()
-    memories = CACHE / "memories"
+    memories = cache_dir("memories")
     build_s, build_calls = build_fact_memory(video, memories / video.path.stem, models)
     print(f"memory: {build_s:.1f} s to build or reuse, {build_calls} model calls")
     runs = []
     for free_form in (False, True):
-        run_dir = CACHE / "runs" / f"{name}_{'open' if free_form else 'mc'}"
+        run_dir = cache_dir("runs", f"{name}_{'open' if free_form else 'mc'}")
         shutil.rmtree(run_dir, ignore_errors=True)  # fresh figures, never a resumed run
         runs.append(
             evaluate_fact_video(

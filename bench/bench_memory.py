@@ -10,9 +10,10 @@ a recurring cast, unified names and typed relations. Reports:
 * p50/p95 latency of every locator over 50 queries each, and semantic search split into the
   query embedding and the matrix-vector search (goal: search <= 10 ms per query).
 
-    python bench/bench_memory.py [--queries 50] [--fresh]
+    python bench/bench_memory.py [--queries 50] [--fresh] [--hours 2] [--smoke]
 
-Generated inputs are cached under bench/.cache/ (``--fresh`` rebuilds them).
+Generated inputs are cached under bench/.cache/ (``--fresh`` rebuilds them). ``--hours``
+scales the memory (MacroEvents per SuperEvent), for a quick run.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ import shutil
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
+from benchkit import cache_dir, smoke
 
 from videotapestry.config import EmbeddingConfig
 from videotapestry.embeddings import SentenceTransformerEmbedder
@@ -40,7 +41,30 @@ from videotapestry.memory import (
 )
 from videotapestry.testing.memories import ACTIONS, CAST, OBJECTS, PLACES, SIGNS, synthetic_memory
 
-CACHE = Path(__file__).parent / ".cache" / "memory"
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
+SMOKE_ARGS = ("--hours", "0.1", "--queries", "4")
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^synthetic memory: \d+ SuperEvents, \d+ MacroEvents, \d+ subgraph nodes",
+    r"^storage \(median of 5\):",
+    r"^  native save +\S+ ms",
+    r"^  native load +\S+ ms .* plain json\.loads",
+    r"^  MemDreamer export +\S+ ms +\(\d+ episode files\)",
+    r"^  MemDreamer import +\S+ ms",
+    r"^embeddings \(offline MiniLM, model load ",
+    r"unique texts embedded in .* texts/s\)",
+    r"^  load \+ reuse stored vectors ",
+    r"^locators \(\d+ queries each; index built in ",
+    r"^  entity search +p50 ",
+    r"^  OCR-text search +p50 ",
+    r"^  text phrase search +p50 ",
+    r"^    baseline: model\.encode\(query\) +p50 ",
+    r"^  semantic search \(embed \+ search\) +p50 ",
+    r"^  semantic search \(search only\) +p50 ",
+    r"^    baseline: raw matrix @ vector +p50 ",
+    r"^  search by time +p50 ",
+    r"^  multi-anchor locate \(2-3 anchors\) +p50 ",
+    r"^semantic search: .* ms per query once embedded",
+)
 
 
 def timed(fn: Callable[[], object], repeat: int = 1) -> tuple[float, object]:
@@ -65,17 +89,27 @@ def latency(name: str, queries: list, run: Callable[[object], object]) -> float:
 
 
 def main() -> None:
+    smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser()
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--fresh", action="store_true", help="rebuild the cached inputs")
+    parser.add_argument(
+        "--hours", type=float, default=2.0, help="the memory's length (2: 20 MacroEvents each)"
+    )
     args = parser.parse_args()
     rng = random.Random(1)
-    native, memdreamer = CACHE / "native_2h", CACHE / "memdreamer_2h"
-    if args.fresh and CACHE.exists():
-        shutil.rmtree(CACHE)
-    CACHE.mkdir(parents=True, exist_ok=True)
+    cache = cache_dir("memory")
+    hours = f"{args.hours:g}h"
+    native, memdreamer = cache / f"native_{hours}", cache / f"memdreamer_{hours}"
+    if args.fresh and cache.exists():
+        shutil.rmtree(cache)
+    cache.mkdir(parents=True, exist_ok=True)
 
-    build_s, memory = timed(synthetic_memory)
+    duration_s = args.hours * 3600
+    macros_per_super = max(1, round(20 * args.hours / 2))
+    build_s, memory = timed(
+        lambda: synthetic_memory(duration_s=duration_s, macros_per_super=macros_per_super)
+    )
     counts = memory.counts()
     print(
         f"synthetic memory: {counts['SuperEvent']} SuperEvents, {counts['MacroEvent']} "
@@ -101,7 +135,8 @@ def main() -> None:
     export_s, _ = timed(lambda: export_memdreamer(memory, memdreamer))
     import_s, imported = timed(lambda: import_memdreamer(memdreamer, outside_keyframes=True), 3)
     assert imported == memory
-    print(f"  MemDreamer export      {export_s * 1000:8.1f} ms  (240 episode files)")
+    episodes = counts["MacroEvent"]
+    print(f"  MemDreamer export      {export_s * 1000:8.1f} ms  ({episodes} episode files)")
     print(f"  MemDreamer import      {import_s * 1000:8.1f} ms")
 
     embedder = SentenceTransformerEmbedder(
@@ -150,7 +185,8 @@ def main() -> None:
     )
     matrix = embedded.embeddings.vectors
     raw_ms = latency("  baseline: raw matrix @ vector", list(vectors), lambda v: matrix @ v)
-    spans = [(t, t + rng.choice([5, 30, 120])) for t in (rng.uniform(0, 7000) for _ in range(n))]
+    starts = (rng.uniform(0, duration_s - 200) for _ in range(n))
+    spans = [(t, t + rng.choice([5, 30, 120])) for t in starts]
     latency("search by time", spans, lambda s: locator.at_time(*s))
     anchor_sets = [
         [rng.choice(CAST)[0].split()[-1], rng.choice(OBJECTS)[0]] for _ in range(n // 2)

@@ -3,13 +3,14 @@
 A 60-minute synthetic memory (12 SuperEvents x 10 MacroEvents, 2,520 subgraph nodes), the
 60-minute 640x360 H.264 benchmark video (long GOPs; generated once into bench/.cache/ by
 bench_video_sampling.py's helper), an hour of subtitles (one line every 8 s) so the ASR path
-runs, and the scripted model on the fake OpenAI-compatible server.
+runs, and the scripted model on the fake OpenAI-compatible server. ``--minutes`` changes the
+three lengths.
 
 1. Framework overhead per question with a zero-latency server: everything but model time
    (frame decoding, grids, JPEG encoding, retrieval, prompts, HTTP), with the top costs from
    cProfile. Goal: <= 1.5 s.
-2. With 1.0 s injected latency per call: wall time against the lower bound of (calls on the
-   critical path) x 1.0 s, goal <= 1.08x (issue 22), with the frame prefetch
+2. With 1.0 s injected latency per call (``--latency``): wall time against the lower bound
+   of (calls on the critical path) x 1.0 s, goal <= 1.08x (issue 22), with the frame prefetch
    (``agents.prefetch_frames``) off and on in the same run, each on a cold frame cache (the
    first question on this video; the process warm: embedder and memory loaded) and then on
    the cache that question left (a further question); with ``--proxy`` or
@@ -24,15 +25,21 @@ runs, and the scripted model on the fake OpenAI-compatible server.
    refined_super_only and refined_paths_only are answered from the full variant's exploration
    (``VideoTapestry.areanswer``): one Answer call each, as in the paper's Appendix C.
 
-5. With ``--only-decoding``: framework overhead of the first question on a video no earlier
-   question decoded (memory loaded, frame cache empty) apart from a further question on the
-   same video, with ``video.frame_reuse`` 0 (exact frames only) and 0.25, with
-   ``video.decode_workers`` 2, and from the frame proxy, as ratios within this run.
+5. With ``--only-decoding`` (or ``--decoding``: after the others): framework overhead of the
+   first question on a video no earlier question decoded (memory loaded, frame cache empty)
+   apart from a further question on the same video, with ``video.frame_reuse`` 0 (exact
+   frames only) and 0.25, with ``video.decode_workers`` 2, and from the frame proxy, as
+   ratios within this run.
 4. With ``--proxy`` (or ``--proxy-only``): the same questions with and without the frame
-   proxy (``builder.frame_proxy``), alternating, frame cache off: decoding per question.
+   proxy (``builder.frame_proxy``), alternating, frame and render caches off: decoding per
+   question.
 
     python bench/bench_method.py [--questions 3] [--gop 250] [--repeats 1] [--skip-overhead]
         [--skip-variants] [--proxy | --proxy-only | --only-decoding] [--critical-proxy]
+        [--decoding] [--minutes 60] [--latency 1.0] [--smoke]
+
+``--smoke`` runs every section (1 to 5) on a 15-second video (a keyframe a second) at 0.02 s
+per call.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench_video_sampling import long_video
+from benchkit import cache_dir, smoke
 
 from videotapestry.api import VideoTapestry
 from videotapestry.config import EmbeddingConfig
@@ -60,7 +68,39 @@ from videotapestry.testing.scripted import ScriptedModel
 from videotapestry.video import FrameCache, RenderCache
 
 REANSWERED = "  (reanswer: Answer call only)"
-CACHE = Path(__file__).resolve().parent / ".cache" / "method"
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
+SMOKE_ARGS = (
+    "--minutes", "0.25", "--gop", "25", "--questions", "1", "--latency", "0.02", "--proxy",
+    "--decoding",
+)  # fmt: skip
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^1\. framework overhead per question \(zero-latency fake server\), ",
+    r"^   first question \(loads the embedder, memory, embeddings, packs clips\): ",
+    r"^   steady state: mean .* over \d+ questions; HTTP round trips ",
+    r"^   overhead excluding model time: .* \(goal <= 1\.5 s\)",
+    r"^   where the time goes \(seconds per question",
+    r"^ +\S+ s  model calls \(HTTP, JSON, cache, trace\)$",
+    r"^2\. with \S+ s latency per call, ",
+    r"^   prefetch +frames +calls +critical +wall s +ratio +cache hits ",
+    r"^   off +cold +\d",
+    r"^   on +cached +\d",
+    r"^   on\+proxy +cold +\d",
+    r"^   mean ratio, prefetch on\+proxy, cached frames: ",
+    r"^3\. per question, by variant",
+    r"^   variant +calls +critical +images +prompt tok ",
+    r"^   full +\d",
+    r"^   refined_paths_only +\d",
+    r"^   direct +\d",
+    r"^4\. frame proxy vs original, \d+ questions each",
+    r"^   original +wall .* s/question, decoding ",
+    r"^   proxy +wall .* s/question, decoding ",
+    r"^   decoding \S+x faster with the proxy, question wall .* same answers and image counts: ",
+    r"^5\. decoding shared \(overhead = wall less HTTP",
+    r"^   frame_reuse=0 \(exact frames\), threads +first question on the video ",
+    r"^   frame_reuse=0\.25, decode_workers=2 +first question on the video ",
+    r"^   frame proxy \(builder\.frame_proxy\), threads +first question on the video ",
+    r"^   goals: first <= 0\.75 s, further <= 0\.4 s",
+)
 OPTIONS = ["A. the red umbrella", "B. the score card", "C. the laptop", "D. the trophy"]
 QUESTIONS = [
     "What does Tom Hale pick up at the stadium?",
@@ -81,20 +121,43 @@ VARIANTS = (
 )
 
 
-def inputs(gop: int) -> tuple[Path, Path, Path]:
-    CACHE.mkdir(parents=True, exist_ok=True)
-    memory_dir = CACHE / "memory_60min"
+def inputs(gop: int, minutes: float = 60) -> tuple[Path, Path, Path]:
+    return method_memory(minutes), long_video(minutes, gop=gop), method_subtitles(minutes)
+
+
+def method_supers(minutes: float = 60) -> int:
+    """SuperEvents in ``method_memory(minutes)``: 12 for an hour, fewer for a quick run."""
+    return max(2, round(minutes / 5))
+
+
+def method_memory(minutes: float = 60) -> Path:
+    """The synthetic memory of a ``minutes``-long video (written once): SuperEvents of
+    5 minutes, each of MacroEvents of 30 s (12 x 10 for an hour; at least 2 x 1)."""
+    memory_dir = cache_dir("method", f"memory_{minutes:g}min")
     if not (memory_dir / "manifest.json").exists():
-        memory = synthetic_memory(duration_s=3600, supers=12, macros_per_super=10, fingerprint=None)
+        memory = synthetic_memory(
+            duration_s=minutes * 60,
+            supers=method_supers(minutes),
+            macros_per_super=max(1, round(minutes / 6)),
+            fingerprint=None,
+        )
         save_memory(memory, memory_dir)
-    return memory_dir, long_video(60, gop=gop), hour_subtitles(CACHE / "hour.srt")
+    return memory_dir
 
 
-def hour_subtitles(path: Path) -> Path:
-    """An hour of subtitles at ``path`` (written once): a short line every 8 s."""
+def method_subtitles(minutes: float = 60) -> Path:
+    """``hour_subtitles`` for a ``minutes``-long video, in the cache (written once)."""
+    name = "hour.srt" if minutes == 60 else f"subtitles_{minutes:g}min.srt"
+    path = cache_dir("method", name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return hour_subtitles(path, round(minutes * 60))
+
+
+def hour_subtitles(path: Path, seconds: int = 3600) -> Path:
+    """An hour (``seconds``) of subtitles at ``path`` (written once): a short line every 8 s."""
     if not path.exists():
         blocks = []
-        for n, start in enumerate(range(0, 3600, 8), 1):
+        for n, start in enumerate(range(0, seconds, 8), 1):
             blocks.append(
                 f"{n}\n{_srt_time(start)} --> {_srt_time(start + 3)}\n"
                 f"Line {n}: someone talks about the oven.\n"
@@ -196,7 +259,7 @@ def proxy_memory(memory_dir: Path, video: Path) -> Path:
     from videotapestry.video import PROXY_FILE, PROXY_MANIFEST
 
     proxies, _ = ensure_proxy(video)
-    target = CACHE / f"memory_60min_proxy_{video.stem}"
+    target = memory_dir.with_name(f"{memory_dir.name}_proxy_{video.stem}")
     if not (target / "manifest.json").exists():
         shutil.copytree(memory_dir, target, dirs_exist_ok=True)
     for name in (PROXY_FILE, PROXY_MANIFEST):
@@ -205,16 +268,21 @@ def proxy_memory(memory_dir: Path, video: Path) -> Path:
     return target
 
 
+#: Section 4's overrides: no decoded frames and no rendered observations kept (a render
+#: cache hit would skip the decoding the section measures).
+NO_CACHES = ("video.frame_cache_mb=0", "video.render_cache_mb=0")
+
+
 def compare_proxy(args, embedder, memory_dir: Path, video: Path, subs: Path) -> None:
     """4. Per question, the original against the frame proxy, alternating in one process,
-    with the frame cache off so that every question decodes its frames."""
+    with the frame and render caches off so that every question decodes its frames."""
     with_proxy = proxy_memory(memory_dir, video)
     decode = "decode frames (all observations)"
     with FakeOpenAIServer() as server:
         server.on(None, ScriptedModel())
         vts = {
-            "original": make_vt(server, embedder, "full", "video.frame_cache_mb=0"),
-            "proxy": make_vt(server, embedder, "full", "video.frame_cache_mb=0"),
+            "original": make_vt(server, embedder, "full", *NO_CACHES),
+            "proxy": make_vt(server, embedder, "full", *NO_CACHES),
         }
         memories = {"original": memory_dir, "proxy": with_proxy}
 
@@ -241,7 +309,7 @@ def compare_proxy(args, embedder, memory_dir: Path, video: Path, subs: Path) -> 
 
         figures, answers = asyncio.run(run())
     print(f"4. frame proxy vs original, {args.questions} questions each, alternating, frame "
-          "cache off (decoding = all observations' decode_indices)")  # fmt: skip
+          "and render caches off (decoding = all observations' decode_indices)")  # fmt: skip
     for label, (walls, decodes) in figures.items():
         print(f"   {label:<9} wall {statistics.mean(walls):6.2f} s/question, decoding "
               f"{statistics.mean(decodes):6.2f} s/question")  # fmt: skip
@@ -277,10 +345,13 @@ async def ask(vt: VideoTapestry, video: Path, memory: Path, subs: Path, question
     return await vt.aanswer(video, memory, question, OPTIONS, subtitle_path=subs)
 
 
-def latency_run(embedder, video: Path, memory_dir: Path, subs: Path, *, prefetch: bool):
-    """Two questions at 1.0 s per call, the process warm (a zero-latency question first loads
-    the memory): the first on a cold frame cache, the second on what the first decoded.
-    Yields (cache state, wall seconds, result, frame-cache hits of that question)."""
+def latency_run(
+    embedder, video: Path, memory_dir: Path, subs: Path, *, prefetch: bool, latency: float = 1.0
+):
+    """Two questions at ``latency`` (1.0) s per call, the process warm (a zero-latency
+    question first loads the memory): the first on a cold frame cache, the second on what the
+    first decoded. Yields (cache state, wall seconds, result, frame-cache hits of that
+    question)."""
     with FakeOpenAIServer() as server:
         server.on(None, ScriptedModel())
         vt = make_vt(server, embedder, prefetch=prefetch)
@@ -291,7 +362,7 @@ def latency_run(embedder, video: Path, memory_dir: Path, subs: Path, *, prefetch
                 await ask(vt, video, memory_dir, subs, QUESTIONS[0])  # warm: memory loaded
                 vt.frames = FrameCache(vt.config.video.frame_cache_mb * 2**20)
                 vt.renders = RenderCache(vt.config.video.render_cache_mb * 2**20)
-                server.latency_s = 1.0
+                server.latency_s = latency
                 for cache_state, question in (("cold", QUESTIONS[1]), ("cached", QUESTIONS[2])):
                     server.reset()
                     server.on(None, ScriptedModel())
@@ -365,7 +436,18 @@ def print_decoding(rows: list[tuple[str, float, float, int]], further: int) -> N
     print("   goals: first <= 0.75 s, further <= 0.4 s")
 
 
+def decoding(args, embedder, memory_dir: Path, video: Path, subs: Path) -> None:
+    """5. Decoding shared: each setting's first and further questions, zero latency."""
+    with FakeOpenAIServer() as server:
+        server.on(None, ScriptedModel())
+        print_decoding(
+            decoding_overheads(server, embedder, video, memory_dir, subs, args.questions),
+            args.questions,
+        )
+
+
 def main() -> None:
+    smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser()
     parser.add_argument("--questions", type=int, default=3)
     parser.add_argument(
@@ -399,9 +481,16 @@ def main() -> None:
     parser.add_argument(
         "--only-decoding", action="store_true", help="section 5 only (after a warm-up question)"
     )
+    parser.add_argument("--decoding", action="store_true", help="also section 5, after the others")
+    parser.add_argument(
+        "--minutes", type=float, default=60.0, help="the video's and the memory's length"
+    )
+    parser.add_argument(
+        "--latency", type=float, default=1.0, help="seconds per model call in section 2"
+    )
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "bench")
-    memory_dir, video, subs = inputs(args.gop)
+    memory_dir, video, subs = inputs(args.gop, args.minutes)
     embedder = SentenceTransformerEmbedder(
         EmbeddingConfig(model="packaged:all-MiniLM-L6-v2", query_prompt_name=None)
     )
@@ -409,12 +498,7 @@ def main() -> None:
         compare_proxy(args, embedder, memory_dir, video, subs)
         return
     if args.only_decoding:
-        with FakeOpenAIServer() as server:
-            server.on(None, ScriptedModel())
-            print_decoding(
-                decoding_overheads(server, embedder, video, memory_dir, subs, args.questions),
-                args.questions,
-            )
+        decoding(args, embedder, memory_dir, video, subs)
         return
 
     if not args.skip_overhead:
@@ -451,7 +535,8 @@ def main() -> None:
             for label, seconds in sorted(phases.items(), key=lambda kv: -kv[1]):
                 print(f"     {seconds / len(walls):6.3f} s  {label}")
 
-    print(f"2. with 1.0 s latency per call, {video.name} (load from other processes inflates")
+    print(f"2. with {args.latency} s latency per call, {video.name} (load from other processes "
+          "inflates")  # fmt: skip
     print("   the CPU parts; compare the rows of this run with each other)")
     print(f"   {'prefetch':<9}{'frames':<8}{'calls':>6}{'critical':>9}{'wall s':>8}{'ratio':>7}"
           f"{'cache hits':>11}  prefetched planned/decoded/used")  # fmt: skip
@@ -463,10 +548,10 @@ def main() -> None:
     for _ in range(args.repeats):
         for label, prefetch, memory in settings:
             for cache_state, wall, result, hits in latency_run(
-                embedder, video, memory, subs, prefetch=prefetch
+                embedder, video, memory, subs, prefetch=prefetch, latency=args.latency
             ):
                 critical = critical_path_calls(result)
-                ratio = wall / (critical * 1.0)
+                ratio = wall / (critical * args.latency)
                 ratios[(label, cache_state)].append(ratio)
                 planned, decoded, used = prefetch_figures(result)
                 print(f"   {label:<9}{cache_state:<8}{result.usage.calls:>6}"
@@ -505,6 +590,8 @@ def main() -> None:
                       f"{REANSWERED if r.reassembled_from else ''}")  # fmt: skip
     if args.proxy:
         compare_proxy(args, embedder, memory_dir, video, subs)
+    if args.decoding:
+        decoding(args, embedder, memory_dir, video, subs)
 
 
 if __name__ == "__main__":

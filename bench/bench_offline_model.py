@@ -7,7 +7,9 @@ Prints the build's wall time by stage and, per question, the wall time, the time
 OCR and in embeddings inside the offline model, the OCR passes, and whether the answer was
 right. The model loads (MiniLM, rapidocr) are inside the first build and question.
 
-    python bench/bench_offline_model.py [--minutes 15] [--size 640x360] [--fps 2]
+    python bench/bench_offline_model.py [--minutes 15] [--size 640x360] [--fps 2] [--smoke]
+
+``--questions N`` asks only the first N of the four questions, for a quick run.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchkit import smoke
+
 from videotapestry.api import VideoTapestry
 from videotapestry.config import load_config
 from videotapestry.llm.client import default_client_factories
@@ -30,6 +34,15 @@ from videotapestry.testing.builder_media import (
     make_text_schedule_video,
 )
 
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
+SMOKE_ARGS = ("--minutes", "0.75", "--sign-s", "8", "--fps", "1", "--questions", "1")
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^video: \S+ min \d+x\d+ \S+ fps, \d+ signs, written in ",
+    r"^cold build: \S+ s \(\d+ MacroEvents, \d+ SuperEvents\); offline model: OCR ",
+    r"^  builder timings: ",
+    r"^'What is the exit code shown on the sign\?': \S* \(right: [A-C]\) in .* images, degraded ",
+    r"^questions: \S+ s for \d+; build \+ questions ",
+)
 PLACES = ("GATE", "DOCK", "BAY", "HALL", "YARD", "PIER", "DECK", "WING", "LANE", "ZONE")
 
 
@@ -70,17 +83,20 @@ def write_srt(path: Path, cues) -> Path:
 
 
 def main() -> None:
+    smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=15.0)
     parser.add_argument("--sign-s", type=float, default=30.0)
     parser.add_argument("--size", default="640x360")
     parser.add_argument("--fps", type=float, default=2.0)
     parser.add_argument("-o", "--override", action="append", default=[])
+    parser.add_argument("--questions", type=int, help="ask only the first N questions")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.split("x"))
     work = Path(tempfile.mkdtemp(prefix="bench-offline-"))
     try:
         schedule, cues, questions = tour(args.minutes, args.sign_s)
+        questions = questions[: args.questions]
         started = time.perf_counter()
         video, _ = make_text_schedule_video(
             work / "tour.mp4",

@@ -8,6 +8,10 @@ method and by the Direct baseline (50 uniform frames) in the same run, with the 
 model. Prints both accuracies, each question's answers and the time per question.
 
     python bench/bench_offline_vs_direct.py [--minutes 30] [--count 24] [--concurrency 2]
+        [--questions N] [--smoke]
+
+``--questions N`` asks only the first N questions (a question's options need 4 facts on
+screen, so a quick run shows 4 and asks fewer).
 """
 
 from __future__ import annotations
@@ -19,23 +23,35 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, not an installed one
 
+from benchkit import cache_dir, smoke  # noqa: E402
+
 from videotapestry.testing.fact_bench import (  # noqa: E402
     bench_arguments,
     bench_video,
     compare_offline_variants,
 )
 
-CACHE = ROOT / "bench" / ".cache"
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
+SMOKE_ARGS = ("--minutes", "1.5", "--count", "4", "--questions", "1")
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^video: facts_\S+, \d+ questions, \S+ s to write",
+    r"^build: \S+ s, \d+ model calls",
+    r"^question +fact at +right +full +s +direct +s$",
+    r"^\S+ +\d\d:\d\d +[A-E] ",
+    r"^full +accuracy .* s per question, batch ",
+    r"^direct +accuracy .* s per question, batch ",
+)
 
 
 def main() -> None:
+    smoke(SMOKE_ARGS)
     args = bench_arguments(__doc__.split("\n\n")[0])
     started = time.perf_counter()
-    video = bench_video(CACHE, args)
+    video = bench_video(cache_dir(), args)
     print(f"video: {video.path.name}, {len(video.questions)} questions, "
           f"{time.perf_counter() - started:.1f} s to write")  # fmt: skip
     comparison = compare_offline_variants(
-        video, CACHE / f"{video.path.stem}.memory", concurrency=args.concurrency
+        video, cache_dir(f"{video.path.stem}.memory"), concurrency=args.concurrency
     )
     print(f"build: {comparison.build_s:.1f} s, {comparison.build_calls} model calls")
     full, direct = comparison.runs["full"], comparison.runs["direct"]

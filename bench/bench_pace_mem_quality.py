@@ -26,11 +26,13 @@ report splits. The shipped defaults (pooling_temperature 0.2, k_max 10) came fro
 procedure; ``--set k_max=12 --set pooling_temperature=0.1`` reruns the earlier defaults.
 
     python bench/bench_pace_mem_quality.py [--queries 120] [--tune] [--set key=value ...]
+        [--smoke]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import itertools
 import os
@@ -38,15 +40,29 @@ import random
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
+from benchkit import cache_dir, smoke
 
 from videotapestry.config import EmbeddingConfig, EvidenceConfig, parse_override
 from videotapestry.embeddings import SentenceTransformerEmbedder
 from videotapestry.retrieval import EvidenceRecord, TimeWindow, build_clips, select_evidence
 
-CACHE = Path(__file__).parent / ".cache"
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
+SMOKE_ARGS = ("--queries", "2", "--tune")
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^REPORT split, paraphrase redundancy, default settings: \d+ queries",
+    r"^REPORT split, recurring redundancy, default settings: \d+ queries",
+    r"^variant +facts +recall +depth +facts/clip +no-new ",
+    r"^PACE-Mem +\d",
+    r"^Adaptive-k \+\d+ buffer +\d",
+    r"^facts at a fixed depth k +\(k: top-k / MMR-k\): ",
+    r"^  PACE-Mem at mean depth .* top-k at that depth ",
+    r"^  Adaptive-k \(buffer interpolated\) at PACE-Mem's depth ",
+    r"^tuned on the tune splits \(most facts with mean depth <= ",
+    r"^REPORT split, recurring redundancy, settings tuned on the tune splits: ",
+    r"^\(total \S+ s\)$",
+)
 MODEL = "packaged:all-MiniLM-L6-v2"
 CLIP_S = 30.0
 
@@ -199,12 +215,18 @@ def make_query(rng: random.Random, redundancy: str) -> tuple[Query, list[str]]:
     return Query(question, facts, records, spans, fact_of_record), [*texts, question]
 
 
+@functools.cache
+def minilm() -> SentenceTransformerEmbedder:
+    """The packaged MiniLM, loaded once per run however many splits embed new texts."""
+    return SentenceTransformerEmbedder(EmbeddingConfig(model=MODEL, query_prompt_name=None))
+
+
 def embed_all(
     texts: list[str], cache_name: str = "pace_mem_quality_minilm.npz"
 ) -> dict[str, np.ndarray]:
     """Vectors for every distinct text, cached across runs by text hash (one file per bench)."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / cache_name
+    path = cache_dir(cache_name)
+    path.parent.mkdir(parents=True, exist_ok=True)
     known: dict[str, np.ndarray] = {}
     if path.exists():
         data = np.load(path)
@@ -213,8 +235,7 @@ def embed_all(
     missing = sorted(t for t in key if key[t] not in known)
     if missing:
         started = time.perf_counter()
-        embedder = SentenceTransformerEmbedder(EmbeddingConfig(model=MODEL, query_prompt_name=None))
-        vectors = embedder.embed(missing)
+        vectors = minilm().embed(missing)
         known.update(zip((key[t] for t in missing), vectors, strict=True))
         keys = sorted(known)
         np.savez(path, keys=np.array(keys), vectors=np.stack([known[k] for k in keys]))
@@ -376,6 +397,7 @@ def settings_from(items: list[str]) -> EvidenceConfig:
 
 
 def main() -> None:
+    smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--queries", type=int, default=120, help="queries per split")
     parser.add_argument("--tune", action="store_true", help="grid-search on the tune splits")

@@ -7,7 +7,7 @@ Figures are medians over repeated queries, split into the query-independent pack
 candidates) and the per-query selection, and as a ratio to the cheapest possible baseline in
 the same run: one matrix-vector product for the record scores plus a top-7 sort.
 
-    python bench/bench_pace_mem_speed.py [--clips 1000] [--records 10000] [--repeats 30]
+    python bench/bench_pace_mem_speed.py [--clips 1000] [--records 10000] [--repeats 30] [--smoke]
 
 BLAS runs single-threaded here unless OPENBLAS_NUM_THREADS / OMP_NUM_THREADS are set: the
 products are small, and on a shared two-core machine a multi-threaded BLAS whose threads are
@@ -25,9 +25,22 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")  # must happen before numpy is imported
 
 import numpy as np  # noqa: E402
+from benchkit import smoke  # noqa: E402
 
 from videotapestry.config import EvidenceConfig  # noqa: E402
 from videotapestry.retrieval import Clip, EvidenceRecord, pack_clips, select_evidence  # noqa: E402
+
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
+SMOKE_ARGS = ("--clips", "20", "--records", "200", "--repeats", "3")
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"records \(\d+ folded as near-duplicates\)",
+    r"^baseline: record scores \+ top-7 sort ",
+    r"^pack \(validate, normalize, group\) ",
+    r"^select on packed clips: Adaptive-k ",
+    r"^PACE-Mem, memory packed once \(subset\+select\) ",
+    r"^PACE-Mem from Clip objects \(pack\+select\) ",
+    r"^goal <= 20 ms per query, packing on every query: ",
+)
 
 
 def make_clips(n_clips: int, n_records: int, dim: int, seed: int = 0) -> list[Clip]:
@@ -63,6 +76,7 @@ def median_ms(fn, repeats: int) -> float:
 
 
 def main() -> None:
+    smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--clips", type=int, default=1000)
     parser.add_argument("--records", type=int, default=10000)

@@ -13,7 +13,10 @@ with 0.5 s of latency injected into every call, and the real builder / eval runn
    executor (``eval --executor ray``): wall time and peak memory (resident set of the
    driver, plus the Ray processes for Ray, sampled every 0.2 s).
 
-    python bench/bench_ray.py [--part build|eval|both] [--videos 4] [--minutes 10]
+    python bench/bench_ray.py [--part build|eval|both] [--videos 4] [--minutes 10] [--smoke]
+
+``--latency``, ``--eval-videos`` and ``--eval-minutes`` change the call latency (0.5 s) and
+the eval's memories (10 of 60 minutes), for a quick run.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 
 from bench_builder import cheap_model
 from bench_eval import eval_overrides
+from benchkit import cache_dir, smoke
 
 from videotapestry.config import Config, load_config
 from videotapestry.executors import BuildJob, LocalExecutor
@@ -41,7 +45,22 @@ from videotapestry.testing.ray_cluster import local_ray_cluster
 from videotapestry.testing.scripted_builder import offline_build_overrides
 
 LATENCY_S = 0.5
-CACHE = Path(__file__).resolve().parent / ".cache"
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
+SMOKE_ARGS = (
+    "--videos", "1", "--minutes", "0.5", "--questions", "2", "--eval-videos", "1",
+    "--eval-minutes", "1", "--latency", "0.05",
+)  # fmt: skip
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^Ray instance: 2 CPUs on 127\.0\.0\.1; machine: ",
+    r"^1\. builds: \d+ videos, .* calls per video, ",
+    r"^  local executor \(one after another\) +wall ",
+    r"^  Ray, 1 video\(s\) in flight +wall ",
+    r"^  Ray, 2 video\(s\) in flight +wall ",
+    r"^  Ray's own cost per task: empty task round trip ",
+    r"^2\. eval: \d+ questions over \d+ synthetic ",
+    r"^  local executor +wall .* answered \d+ \(right \d+\), peak memory ",
+    r"^  Ray, 2 workers x 4 +wall .* answered \d+ \(right \d+\), peak memory ",
+)
 KEY = "sk-bench-ray-0123456789abcdef"
 
 
@@ -189,7 +208,7 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
 
 
 def bench_videos(count: int, minutes: float) -> list[Path]:
-    folder = CACHE / "ray-videos"
+    folder = cache_dir("ray-videos")
     paths = []
     for k in range(count):
         path = folder / f"tour{k}-{minutes:g}min.mp4"
@@ -227,11 +246,11 @@ def fresh_builder_s(config: Config) -> float:
     return time.perf_counter() - started
 
 
-def bench_builds(videos: list[Path], work: Path) -> None:
+def bench_builds(videos: list[Path], work: Path, latency: float = LATENCY_S) -> None:
     import ray
 
     scenes = make_scenes(max(_duration_min(v) for v in videos) * 60, 30.0)
-    with ServerProcess(cheap_model, scenes, latency_s=LATENCY_S) as server:
+    with ServerProcess(cheap_model, scenes, latency_s=latency) as server:
         config = build_config(server.base_url)
 
         def jobs(tag: str) -> list[BuildJob]:
@@ -258,7 +277,7 @@ def bench_builds(videos: list[Path], work: Path) -> None:
     minutes = sum(_duration_min(v) for v in videos)
     print(
         f"\n1. builds: {len(videos)} videos, {minutes:.0f} video-minutes, {calls // len(videos)} "
-        f"calls per video, {LATENCY_S} s latency per call, builder.concurrency 8"
+        f"calls per video, {latency} s latency per call, builder.concurrency 8"
     )
     print(f"  local executor (one after another)  wall {local:7.1f} s")
     for parallel, wall in ray_walls.items():
@@ -365,18 +384,27 @@ def eval_in_a_process(
     return {**figures, "peak_mb": memory.peak_mb, "at_peak": memory.at_peak}
 
 
-def bench_eval(questions: int, videos: int, work: Path, ray_address: str) -> None:
+def bench_eval(
+    questions: int,
+    videos: int,
+    work: Path,
+    ray_address: str,
+    latency: float = LATENCY_S,
+    minutes: float = 60,
+) -> None:
     from bench_eval import inputs
 
-    annotations, video_dir, memory_dir, subtitle_dir = inputs(videos, questions, "light", 100)
+    annotations, video_dir, memory_dir, subtitle_dir = inputs(
+        videos, questions, "light", 100, minutes
+    )
     data = (annotations, video_dir, memory_dir, subtitle_dir, work)
     in_flight = 8
-    with ServerProcess(scripted_model, latency_s=LATENCY_S) as server:
+    with ServerProcess(scripted_model, latency_s=latency) as server:
         local = eval_in_a_process(server.base_url, data, None, in_flight, server.pid)
         ray = eval_in_a_process(server.base_url, data, ray_address, in_flight // 2, server.pid)
     print(
-        f"\n2. eval: {questions} questions over {videos} synthetic 60-minute memories (light "
-        f"video, subtitles), {LATENCY_S} s latency per call, {in_flight} questions in flight; "
+        f"\n2. eval: {questions} questions over {videos} synthetic {minutes:g}-minute memories "
+        f"(light video, subtitles), {latency} s latency per call, {in_flight} questions in flight; "
         "each run in a fresh driver process"
     )
     for name, figures in (("local executor", local), ("Ray, 2 workers x 4", ray)):
@@ -391,11 +419,15 @@ def bench_eval(questions: int, videos: int, work: Path, ray_address: str) -> Non
 
 
 def main() -> int:
+    smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("build", "eval", "both"), default="both")
     parser.add_argument("--videos", type=int, default=4)
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--questions", type=int, default=100)
+    parser.add_argument("--eval-videos", type=int, default=10)
+    parser.add_argument("--eval-minutes", type=float, default=60.0)
+    parser.add_argument("--latency", type=float, default=LATENCY_S, help="seconds per call")
     args = parser.parse_args()
     os.environ["OPENAI_API_KEY"] = KEY
     os.environ.pop("OPENAI_BASE_URL", None)
@@ -409,9 +441,16 @@ def main() -> int:
                 f"average {load} before the runs"
             )
             if args.part in ("build", "both"):
-                bench_builds(videos, work)
+                bench_builds(videos, work, args.latency)
             if args.part in ("eval", "both"):
-                bench_eval(args.questions, 10, work, cluster.address)
+                bench_eval(
+                    args.questions,
+                    args.eval_videos,
+                    work,
+                    cluster.address,
+                    args.latency,
+                    args.eval_minutes,
+                )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -11,7 +11,10 @@ shipped sample; its memory is built through the REST API on the first run and ke
 - UI, warm: the server has answered one question (models and memory loaded); chromium then
   opens the page, picks another shipped question, clicks Ask and waits for the answer.
 
-    python bench/bench_serve.py [--requests 500] [--clients 8]
+    python bench/bench_serve.py [--requests 500] [--clients 8] [--minutes M] [--smoke]
+
+``--minutes`` serves a generated silent video of that length under the sample's name instead
+of the sample (with the sample's questions, whose answers it does not hold): a quick run.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from benchkit import cache_dir, smoke  # noqa: E402
 from serve_support import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -35,7 +39,19 @@ from serve_support import (  # noqa: E402
     start_server,
 )
 
-CACHE = ROOT / "bench" / ".cache" / "serve"
+from videotapestry.demo import DATA_DIR  # noqa: E402
+from videotapestry.testing.media import make_test_video  # noqa: E402
+
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print
+#: (a smoke run's cache is fresh, so the memory is always built).
+SMOKE_ARGS = ("--minutes", "0.25", "--requests", "5", "--clients", "2")
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^built the sample's memory: ",
+    r"^idle RSS after start-up: \S+ MB; idle after answering: \S+ MB",
+    r"^cached answers: \S+ req/s one client, \S+ req/s \d+ clients",
+    r"^UI time to first answer \(warm server, a question not asked before\): \S+ s",
+    r"^UI time to a cached answer: \S+ s",
+)
 
 
 def rss_mb(pid: int) -> float:
@@ -85,18 +101,27 @@ def ui_time_to_answer(server: Server, question_index: int) -> float:
 
 
 def main() -> None:
+    smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=500)
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument(
+        "--minutes", type=float, help="a generated video this long in place of the sample"
+    )
     args = parser.parse_args()
-    root = CACHE / "root"
+    cache = cache_dir("serve")
+    root = cache / ("root" if args.minutes is None else f"root_{args.minutes:g}min")
     if not (root / "sample.mp4").is_file():
-        sample_root(root)
+        if args.minutes is None:
+            sample_root(root)
+        else:
+            make_test_video(root / "sample.mp4", args.minutes * 60, fps=1, size=(640, 360))
+            shutil.copyfile(DATA_DIR / "questions.json", root / "questions.json")
     # The memory is kept between runs; the jobs and the model replies are not, so every run
     # answers its questions anew.
-    shutil.rmtree(CACHE / "data", ignore_errors=True)
-    (CACHE / "responses.sqlite").unlink(missing_ok=True)
-    server = start_server(root, CACHE / "data")
+    shutil.rmtree(cache / "data", ignore_errors=True)
+    (cache / "responses.sqlite").unlink(missing_ok=True)
+    server = start_server(root, cache / "data")
     try:
         idle_start = rss_mb(server.process.pid)
         if not (root / "memories" / "sample" / "memory.json").is_file():

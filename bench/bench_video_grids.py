@@ -1,11 +1,11 @@
 """Grid packing + JPEG encoding of 120 frames (one Overview call) and of 50 single frames.
 
-Frames are sampled once from a generated, textured 640x360 H.264 video (cached in
-bench/.cache/), then the encoding paths are timed on their own with the default image config
-(images.grid_max_side for grids, images.frame_max_side for single frames, jpeg_quality). Prints
-the median time per call and the bytes a call carries.
+Frames are sampled once from a generated, textured 640x360 H.264 video (``--minutes`` long,
+cached in bench/.cache/), then the encoding paths are timed on their own with the default
+image config (images.grid_max_side for grids, images.frame_max_side for single frames,
+jpeg_quality). Prints the median time per call and the bytes a call carries.
 
-    python bench/bench_video_grids.py [--repeats 7]
+    python bench/bench_video_grids.py [--repeats 7] [--minutes 10] [--smoke]
 """
 
 from __future__ import annotations
@@ -13,13 +13,20 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from pathlib import Path
+
+from benchkit import cache_dir, smoke
 
 from videotapestry.config import load_config
 from videotapestry.testing.media import make_h264_video
 from videotapestry.video import frame_images, open_video, overview_images, sample_uniform
 
-CACHE = Path(__file__).resolve().parent / ".cache"
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
+SMOKE_ARGS = ("--minutes", "0.5", "--repeats", "1")
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^source: .* frames sampled in ",
+    r"^overview: \d+ frames -> \d+ grids ",
+    r"^skim/focus: \d+ frames -> \d+ labelled JPEGs ",
+)
 
 
 def timed(call, repeats: int):
@@ -32,12 +39,14 @@ def timed(call, repeats: int):
 
 
 def main() -> None:
+    smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--minutes", type=float, default=10.0, help="the source video's length")
     args = parser.parse_args()
-    path = CACHE / "grid_source_10min_640x360.mp4"
+    path = cache_dir(f"grid_source_{args.minutes:g}min_640x360.mp4")
     if not path.exists():
-        make_h264_video(path, 600.0, fps=25.0, size=(640, 360), gop_frames=250)
+        make_h264_video(path, args.minutes * 60, fps=25.0, size=(640, 360), gop_frames=250)
     config = load_config()
     with open_video(path, config.video) as reader:
         started = time.perf_counter()

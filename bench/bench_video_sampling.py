@@ -14,7 +14,7 @@ Every method's frames are checked against the frame index burned into the pixels
 (keyframe every 250 frames = 10 s, B-frames, no scene-cut keyframes) is generated on the
 first run into bench/.cache/ (a few minutes) and reused afterwards.
 
-    python bench/bench_video_sampling.py [--minutes 60] [--count 120]
+    python bench/bench_video_sampling.py [--minutes 60] [--count 120] [--smoke]
 """
 
 from __future__ import annotations
@@ -27,7 +27,16 @@ import sys
 import time
 from pathlib import Path
 
-CACHE = Path(__file__).resolve().parent / ".cache"
+from benchkit import cache_dir, smoke
+
+#: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
+SMOKE_ARGS = ("--minutes", "0.5", "--count", "12")
+SMOKE_FIGURES: tuple[str, ...] = (
+    r"^video: long_.* sampling \d+ frames uniformly",
+    r"^method +frames +wrong +seconds",
+    r"^ours +\d+ +\d+ ",
+    r"^cv_sequential +\d+ +\d+ ",
+)
 METHODS = (
     "ours",
     "ours_exact",
@@ -50,7 +59,7 @@ def long_video(minutes: float, *, gop: int = 250) -> Path:
     from videotapestry.testing.media import make_h264_video
     from videotapestry.video import probe
 
-    path = CACHE / f"long_{minutes:g}min_640x360_gop{gop}.mp4"
+    path = cache_dir(f"long_{minutes:g}min_640x360_gop{gop}.mp4")
     if path.exists():
         try:
             probe(path)
@@ -134,6 +143,7 @@ def _index_or_none(reader, image) -> int | None:
 
 
 def main() -> None:
+    smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--count", type=int, default=120)

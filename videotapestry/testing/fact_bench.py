@@ -17,7 +17,7 @@ import argparse
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from videotapestry.api import BatchResults, QuestionItem, VideoTapestry
@@ -43,23 +43,28 @@ ON_SCREEN = "on_screen"
 
 def bench_arguments(description: str) -> argparse.Namespace:
     """The options of the fact-video benches: the video (``--minutes``, ``--count`` facts,
-    ``--seed``) and the questions in flight (``--concurrency``)."""
+    ``--seed``), the questions asked (``--questions``: the first N, all by default; each
+    question's wrong options are other facts' codes, so a video needs 4 facts) and the
+    questions in flight (``--concurrency``)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--count", type=int, default=24)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--questions", type=int, default=None, help="ask only the first N")
     parser.add_argument("--concurrency", type=int, default=2)
     return parser.parse_args()
 
 
 def bench_video(cache: Path, args: argparse.Namespace) -> FactVideo:
     """The video of ``bench_arguments`` in ``cache``, named by its minutes, facts and seed
-    (``facts_30min_24_s11.mp4``), so its memory can be kept beside it."""
+    (``facts_30min_24_s11.mp4``), so its memory can be kept beside it; with the questions
+    ``--questions`` asks."""
     name = f"facts_{args.minutes:g}min_{args.count}_s{args.seed}"
     cache.mkdir(parents=True, exist_ok=True)
-    return make_fact_video(
+    video = make_fact_video(
         cache / f"{name}.mp4", duration_s=args.minutes * 60, count=args.count, seed=args.seed
     )
+    return replace(video, questions=video.questions[: args.questions])
 
 
 @dataclass(frozen=True)
