@@ -28,13 +28,17 @@ TORCH ?= torch==2.13.0
 TORCH_INDEX ?=
 EXTRAS ?= offline,dev,ray,eval,serve,docs
 PYTEST_ARGS ?= -q
+# pytest-xdist workers (auto: one per core); each test file runs whole on one worker.
+PYTEST_WORKERS ?= auto
+# make test-fast leaves out every test marked with one of these (pyproject.toml's markers).
+FAST := not (slow or browser or ray or lmms or long_video)
 
 comma := ,
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 LMMS_STAMP := $(STAMP)-lmms
 
-.PHONY: demo serve test check docs docs-serve setup setup-lmms lint clean-venv
+.PHONY: demo serve test test-fast bench-smoke check docs docs-serve setup setup-lmms lint clean-venv
 
 demo: $(STAMP)
 	$(BIN)/videotapestry demo $(DEMO_ARGS)
@@ -44,10 +48,20 @@ demo: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/videotapestry serve --sample $(SERVE_ARGS)
 
+# Everything, on every core; the 25 slowest tests are printed so the next slow one is seen.
 test: $(LMMS_STAMP)
 	$(MAKE) check
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=25 $(PYTEST_ARGS)
+
+# The one-minute tier: no browser, no Ray, no lmms-eval, no video longer than a minute.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "$(FAST)" $(PYTEST_ARGS)
+
+# Every script in bench/ at its smallest size: it must run to the end and print its figures'
+# lines (their values are not checked). CI runs it after the tests.
+bench-smoke: $(STAMP)
+	$(BIN)/python bench/smoke.py
 
 # The documentation site (mkdocs.yml, docs/): its reference pages are generated from the code
 # at build time (scripts/docs_reference.py), and `make test` builds it with --strict, so a

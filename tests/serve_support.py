@@ -27,11 +27,14 @@ CHROMIUM_ARGS = [
 ]  # fmt: skip
 
 
-def sample_root(folder: Path) -> Path:
-    """``folder`` holding a copy of the sample video and its questions (a root of its own)."""
+def sample_root(folder: Path, memory: Path | None = None) -> Path:
+    """``folder`` holding a copy of the sample video and its questions (a root of its own),
+    and a copy of the sample's ``memory`` as ``memories/sample`` when one is given."""
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(sample_video_path(), folder / "sample.mp4")
     shutil.copyfile(DATA_DIR / "questions.json", folder / "questions.json")
+    if memory is not None:
+        shutil.copytree(memory, folder / "memories" / "sample")
     return folder
 
 

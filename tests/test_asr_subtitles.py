@@ -74,6 +74,7 @@ def test_only_lines_overlapping_the_windows_are_returned(tmp_path: Path) -> None
     assert source.transcribe(info, [(10.0, 20.0)]) == []
 
 
+@pytest.mark.long_video
 def test_longvideobench_json_with_both_entry_forms_and_the_offset(tmp_path: Path) -> None:
     entries = [
         {"timestamp": [95.0, 99.5], "text": "before the clip starts"},

@@ -434,6 +434,7 @@ def interrupt_when_asked(
     return [process.communicate(timeout=150)[1].decode() for _, process in runs]
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_ask_and_build_memory_ends_with_one_line_and_130(
     short_video: Path, tmp_path: Path, api_key: str
 ) -> None:

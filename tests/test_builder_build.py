@@ -45,6 +45,9 @@ from videotapestry.testing.scripted_builder import (
 )
 from videotapestry.video import fingerprint
 
+#: Both videos of this module are longer than a minute.
+FIXTURE_NEEDS = {"tour": "long_video", "truncated": "long_video"}
+
 KEY = "sk-test-builder-0123456789abcdef"
 
 

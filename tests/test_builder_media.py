@@ -38,6 +38,7 @@ def api_key() -> Iterator[None]:
         yield
 
 
+@pytest.mark.long_video
 def test_ocr_nodes_cover_the_scheduled_scene_texts(tmp_path: Path, embedder) -> None:
     duration = 1200.0
     schedule = text_schedule(duration)

@@ -31,6 +31,8 @@ from videotapestry.testing.scripted import ScriptedModel
 from videotapestry.testing.scripted_builder import ScriptedBuilderModel, perception_requests
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Four 5-minute videos.
+FIXTURE_NEEDS = {"data": "long_video"}
 REASSEMBLY = "full,refined_super_only,refined_paths_only"
 
 
@@ -48,6 +50,7 @@ def lines(run: Path) -> list[dict]:
 # --------------------------------------------------------------------------- (a) kill -9
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_without_asking_a_finished_question_again(
     data: Path, tmp_path: Path
 ) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,9 +27,10 @@ else:
 
 from videotapestry.cli import main
 from videotapestry.demo import sample_questions, sample_video_path
+from videotapestry.demo.runner import demo_memory_dir
 from videotapestry.eval.run_reader import read_records
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.lmms]
 
 REPO = Path(__file__).resolve().parents[1]
 TASK = "vt_demo_videomme"
@@ -84,12 +86,14 @@ lmms_eval_specific_kwargs:
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """HF_HOME with the demo video where Video-MME looks, the two tasks, and their data."""
+def work(tmp_path_factory: pytest.TempPathFactory, demo_cache: Path) -> Path:
+    """HF_HOME with the demo video where Video-MME looks, the two tasks, their data, and the
+    sample's memory under ``memories/`` (the run's one offline build of it)."""
     root = tmp_path_factory.mktemp("lmms")
     videos = root / "hf" / "videomme" / "data"
     videos.mkdir(parents=True)
     (videos / "sample.mp4").symlink_to(sample_video_path())
+    shutil.copytree(demo_memory_dir(sample_video_path(), demo_cache), root / "memories" / "sample")
     questions = sample_questions()["questions"]
     tasks = root / "tasks"
     tasks.mkdir()
@@ -158,7 +162,9 @@ def method_args(work: Path, memories: str, run: str, **more: str) -> dict[str, s
 
 @pytest.fixture(scope="module")
 def answered(work: Path):
-    """One lmms-eval run over the first two questions; it builds the sample's memory."""
+    """One lmms-eval run over the first two questions, with build_missing=true: the memory
+    is there, so the builder checks it and builds nothing (eval's build_missing builds: see
+    test_eval_runner)."""
     return lmms_eval_run(
         work, TASK, "out", method_args(work, "memories", "run", build_missing="true"),
         "--limit", "2",

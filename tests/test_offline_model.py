@@ -45,6 +45,9 @@ BUILD_OVERRIDES = (
     "builder.entities.ask_similarity=0.5",  # so the merge prompt is asked about a pair
 )
 
+#: The plant tour is two minutes long.
+FIXTURE_NEEDS = {"plant": "long_video"}
+
 
 def make_plant(directory: Path, code: str) -> tuple[Path, Path]:
     """A 2-minute tour: a new sign every 30 s, the exit code from 01:00 to 01:30."""

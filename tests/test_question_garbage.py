@@ -23,6 +23,16 @@ from videotapestry.agents.context import RunContext
 from videotapestry.testing.scripted import ScriptedModel
 
 
+async def released(ref: weakref.ref[RunContext], within_s: float = 2.0) -> bool:
+    """Whether ``ref``'s object is freed within ``within_s``, polled while the collector is
+    off, so that only reference counting can have freed it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within_s
+    while ref() is not None and loop.time() < deadline:
+        await asyncio.sleep(0.01)
+    return ref() is None
+
+
 def test_a_finished_question_leaves_its_context_and_its_calls_to_reference_counting(
     server, embedder, video: Path
 ) -> None:
@@ -49,8 +59,10 @@ def test_a_finished_question_leaves_its_context_and_its_calls_to_reference_count
             try:
                 second = await vt.aanswer(video, SAMPLE, QUESTION, OPTIONS)
                 calls = second.usage.calls
-                # No collection has run: the context is gone by reference counting alone.
-                context_freed = contexts[-1]() is None
+                # No collection has run: the context is gone by reference counting alone,
+                # once the pool thread that built the result has let go of its arguments (it
+                # drops its work item only after the loop has the result: a moment later).
+                context_freed = await released(contexts[-1])
                 del second
                 gc.collect()
                 left = Counter(type(o).__name__ for o in gc.garbage)

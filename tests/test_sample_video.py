@@ -35,6 +35,9 @@ from videotapestry.errors import SampleVideoError
 from videotapestry.ocr import RapidOcrEngine, text_key
 from videotapestry.video import TimeWindow, open_video, probe
 
+#: The shipped sample is 18 minutes long.
+pytestmark = pytest.mark.long_video
+
 COMMITTED = sample_questions()
 #: Parameters of the regenerated sample: another code, the key slide ~8 minutes later.
 OTHER = SampleParams(code="8023", code_at_s=700)

@@ -1,9 +1,10 @@
 """``videotapestry mcp``: the MCP SDK's own client drives the real server in a subprocess.
 
-One stdio session (module fixture) builds the shipped sample's memory, with progress
-notifications, answers a shipped question with the offline model and tries paths that leave
-the roots; the tests below check what it got back. The streamable HTTP transport is started
-and stopped by its test on 127.0.0.1 with a token.
+One stdio session (module fixture) builds a one-minute video's memory, with progress
+notifications, answers a shipped question about the sample (its memory is the test run's one
+build of it) with the offline model and tries paths that leave the roots; the tests below
+check what it got back. The streamable HTTP transport is started and stopped by its test on
+127.0.0.1 with a token.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
+from serve_support import free_port
 
 from videotapestry.cli import main
 from videotapestry.demo import sample_questions, sample_video_path
@@ -34,6 +37,13 @@ from videotapestry.demo import sample_questions, sample_video_path
 pytestmark = pytest.mark.slow
 
 GATE_B = next(q for q in sample_questions()["questions"] if q["id"] == "gate_b_code")
+#: The video the session builds: six 10 s scenes.
+SHORT_S = 60
+#: What list_videos shows of the root: its two videos with their sizes.
+VIDEOS = [
+    {"path": "sample.mp4", "size_bytes": 2231964},
+    {"path": "short.mp4", "size_bytes": ANY},
+]
 TOOLS = {"list_videos", "list_memories", "build_memory", "answer_question", "read_trace"}
 
 
@@ -75,14 +85,20 @@ class Session:
 
 
 @pytest.fixture(scope="module")
-def roots(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A root holding a copy of the sample video, a folder outside it with a file of its
-    own, and a symlink inside the root that leads there."""
+def roots(tmp_path_factory: pytest.TempPathFactory, demo_cache: Path) -> tuple[Path, Path]:
+    """A root holding a copy of the sample video with its memory and a one-minute video to
+    build, a folder outside it with a file of its own, and a symlink inside the root that
+    leads there."""
+    from videotapestry.demo.runner import demo_memory_dir
+    from videotapestry.testing.media import make_test_video
+
     base = tmp_path_factory.mktemp("mcp")
     root, outside = base / "root", base / "outside"
     root.mkdir()
     outside.mkdir()
     shutil.copy(sample_video_path(), root / "sample.mp4")
+    shutil.copytree(demo_memory_dir(sample_video_path(), demo_cache), root / "memories/sample")
+    make_test_video(root / "short.mp4", SHORT_S, fps=2, size=(320, 180), scene_s=10)
     (outside / "secret.json").write_text('{"format": "secret"}', encoding="utf-8")
     shutil.copy(sample_video_path(), outside / "elsewhere.mp4")
     (root / "leak").symlink_to(outside, target_is_directory=True)
@@ -114,7 +130,7 @@ async def _session(root: Path, outside: Path, cache: Path) -> Session:
         got.tools = {t.name: t.input_schema for t in (await client.list_tools()).tools}
         got.videos = (await client.call_tool("list_videos", {})).structured_content or {}
         build = await client.call_tool(
-            "build_memory", {"video": "sample.mp4"}, progress_callback=on_progress
+            "build_memory", {"video": "short.mp4"}, progress_callback=on_progress
         )
         got.build = build.structured_content if not build.is_error else build.content
         got.memories = (await client.call_tool("list_memories", {})).structured_content or {}
@@ -179,22 +195,24 @@ def test_the_client_lists_the_tools_with_schemas_from_their_type_hints(session: 
     answer = session.tools["answer_question"]
     assert set(answer["required"]) == {"video", "memory", "question"}
     assert "options" in answer["properties"]
-    assert session.videos == {"videos": [{"path": "sample.mp4", "size_bytes": 2231964}]}
+    assert session.videos == {"videos": VIDEOS}
 
 
-def test_building_the_sample_reports_progress_and_lists_the_memory(session: Session) -> None:
+def test_building_a_video_reports_progress_and_lists_the_memory(session: Session) -> None:
     build = session.build
     assert isinstance(build, dict), build
-    assert build["memory"] == "memories/sample" and build["status"] == "complete"
-    assert build["clips"] > 0 and build["failures"] == [] and build["degradations"] == []
-    assert (session.root / "memories" / "sample" / "memory.json").is_file()
+    assert build["memory"] == "memories/short" and build["status"] == "complete"
+    assert build["clips"] == SHORT_S // 10
+    assert build["failures"] == [] and build["degradations"] == []
+    assert (session.root / "memories" / "short" / "memory.json").is_file()
     # Progress notifications arrived while it built, growing, and named the stages.
     values = [p for p, _total, _message in session.progress]
     assert len(values) > 3 and values == sorted(values) and len(set(values)) == len(values)
     messages = " ".join(m or "" for _p, _t, m in session.progress)
     assert "scan" in messages and "perception" in messages
     assert session.memories["memories"] == [
-        {"path": "memories/sample", "resource_uri": "memory://memories/sample"}
+        {"path": f"memories/{name}", "resource_uri": f"memory://memories/{name}"}
+        for name in ("sample", "short")
     ]
     assert "SuperEvent" in session.tree and "MacroEvent" in session.tree
 
@@ -275,12 +293,6 @@ def listening(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def http_server(roots: tuple[Path, Path], tmp_path: Path) -> Iterator[str]:
     """The server on streamable HTTP at 127.0.0.1 with a token, stopped after the test."""
@@ -311,7 +323,7 @@ def test_streamable_http_answers_a_call_and_refuses_a_wrong_token(http_server: s
         async with http, Client(streamable_http_client(http_server, http_client=http)) as client:
             return (await client.call_tool("list_videos", {})).structured_content
 
-    assert asyncio.run(call()) == {"videos": [{"path": "sample.mp4", "size_bytes": 2231964}]}
+    assert asyncio.run(call()) == {"videos": VIDEOS}
     for header in ({}, {"Authorization": "Bearer wrong"}):
         request = urllib.request.Request(
             http_server, data=json.dumps({}).encode(), headers=header, method="POST"

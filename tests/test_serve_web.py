@@ -1,8 +1,9 @@
 """The web app end to end: a real ``videotapestry serve`` on 127.0.0.1 over a root holding
 the shipped sample, the offline model, and Debian's chromium driven by Playwright.
 
-One server and one memory (built from the UI) serve every test of the module; the kill -9
-test starts servers of its own, since killing the shared one would end the others.
+One server serves every test of the module: the sample with its memory (the test run's one
+build of it) to ask about, and a two-minute tour whose memory the UI builds. The kill -9 tests
+start servers of their own, since killing the shared one would end the others.
 """
 
 from __future__ import annotations
@@ -22,16 +23,28 @@ from typing import Any
 import pytest
 from serve_support import CHROMIUM, CHROMIUM_ARGS, Server, sample_root, start_server
 
-pytestmark = pytest.mark.slow
+from videotapestry.demo import sample_video_path
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 GATE_B = "gate_b_code"
 PAYLOAD = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
 
 
+#: The video the UI builds (the kill -9 test builds it again): twelve 10 s scenes. The
+#: sample's memory is the test run's one build of it, put in the root beforehand.
+TOUR_S = 120
+
+
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def served(tmp_path_factory: pytest.TempPathFactory, demo_cache: Path) -> Iterator[Server]:
+    from videotapestry.demo.runner import demo_memory_dir
+    from videotapestry.testing.media import make_test_video
+
     base = tmp_path_factory.mktemp("serve")
-    server = start_server(sample_root(base / "root"), base / "data")
+    root = sample_root(base / "root", demo_memory_dir(sample_video_path(), demo_cache))
+    make_test_video(root / "tour.mp4", TOUR_S, fps=2, size=(320, 180), scene_s=10)
+    server = start_server(root, base / "data")
     try:
         yield server
     finally:
@@ -64,17 +77,17 @@ class Page:
 
 @pytest.fixture(scope="module")
 def ui_build(served: Server, browser: Any) -> dict[str, Any]:
-    """The sample's memory, built by clicking Build in the UI and watching its progress bar."""
+    """The tour's memory, built by clicking Build in the UI and watching its progress bar."""
     tab = Page(browser, served.url)
     page = tab.page
-    page.locator('#videos li[data-path="sample.mp4"] button.build').click()
+    page.locator('#videos li[data-path="tour.mp4"] button.build').click()
     page.wait_for_function(  # the bar moves with the build's stages
         "() => { const bar = document.querySelector('#videos progress:not([hidden])');"
         " return bar !== null && bar.max > 1 && bar.value > 0; }",
         timeout=300_000,
     )
     # The library is redrawn once the job ends, listing the new memory.
-    page.wait_for_selector('#memories li[data-path="memories/sample"]', timeout=900_000)
+    page.wait_for_selector('#memories li[data-path="memories/tour"]', timeout=900_000)
     build = next(job for job in served.get("/api/jobs") if job["kind"] == "build")
     assert build["state"] == "done", build
     assert tab.errors == []
@@ -85,7 +98,7 @@ def ui_build(served: Server, browser: Any) -> dict[str, Any]:
 def test_ui_builds_asks_and_seeks_to_a_citation(
     served: Server, browser: Any, ui_build: dict[str, Any]
 ) -> None:
-    assert ui_build["job"]["result"]["memory"] == "memories/sample"
+    assert ui_build["job"]["result"]["memory"] == "memories/tour"
     assert ui_build["job"]["result"]["report"]["status"] == "complete"
     tab = Page(browser, served.url)
     page = tab.page
@@ -144,7 +157,10 @@ def test_a_degraded_answer_shows_what_the_run_lost(
     # the memory's stored transcript instead, and the answer must say so where it is shown.
     root = sample_root(tmp_path / "root")
     shutil.copytree(served.root / "memories" / "sample", root / "memories" / "sample")
-    server = start_server(root, tmp_path / "data", "-o", "asr.source=subtitles")
+    # The ASR-only variant: the same substitution, without the visual looks' time.
+    server = start_server(
+        root, tmp_path / "data", "-o", "asr.source=subtitles", "-o", "variant=wo_visual"
+    )
     try:
         tab = Page(browser, server.url)
         page = tab.page
@@ -281,11 +297,13 @@ def test_kill_9_during_a_build_resumes_without_repeating_a_clip(
 ) -> None:
     from videotapestry.memory import open_memory
 
-    root = sample_root(tmp_path / "root")
-    checkpoints = root / "memories" / "sample" / "build" / "perception"
+    root = tmp_path / "root"
+    root.mkdir()
+    shutil.copyfile(served.root / "tour.mp4", root / "tour.mp4")
+    checkpoints = root / "memories" / "tour" / "build" / "perception"
     server = start_server(root, tmp_path / "data")
     try:
-        job = server.post("/api/jobs", {"kind": "build", "video": "sample.mp4"})
+        job = server.post("/api/jobs", {"kind": "build", "video": "tour.mp4"})
         _kill_9_once(server, job["id"], lambda: checkpoints.is_dir() and any(checkpoints.iterdir()))
         finished_clips = len(list(checkpoints.glob("*.json")))
     finally:
@@ -296,8 +314,8 @@ def test_kill_9_during_a_build_resumes_without_repeating_a_clip(
     assert _stage(ui_build["job"]["result"]["report"], "perception")["computed"] == clips
     assert perception["reused"] == finished_clips
     assert perception["computed"] == clips - finished_clips
-    uninterrupted = open_memory(served.root / "memories" / "sample")
-    assert open_memory(root / "memories" / "sample") == uninterrupted
+    uninterrupted = open_memory(served.root / "memories" / "tour")
+    assert open_memory(root / "memories" / "tour") == uninterrupted
 
 
 def _kill_9_once(server: Server, job_id: str, ready: Callable[[], bool]) -> None:
@@ -355,9 +373,10 @@ def test_eval_runs_show_their_report_and_the_flips_between_two(
     assert tab.errors == []
 
 
-def _jsonl_annotations(root: Path) -> list[dict[str, Any]]:
-    """The shipped questions as a generic JSONL benchmark over ``root/sample.mp4``."""
-    shipped = json.loads((root / "questions.json").read_text())["questions"]
+def _jsonl_annotations(root: Path, count: int) -> list[dict[str, Any]]:
+    """The first ``count`` shipped questions as a generic JSONL benchmark over
+    ``root/sample.mp4``."""
+    shipped = json.loads((root / "questions.json").read_text())["questions"][:count]
     rows = [
         {"id": q["id"], "video": "sample.mp4", "question": q["question"],
          "options": q["options"], "answer": q["answer"]}
@@ -372,7 +391,7 @@ def test_an_eval_job_killed_with_9_resumes_and_asks_no_finished_question_again(
 ) -> None:
     root = sample_root(tmp_path / "root")
     shutil.copytree(served.root / "memories" / "sample", root / "memories" / "sample")
-    rows = _jsonl_annotations(root)
+    rows = _jsonl_annotations(root, 1)  # two records: killed after the first, one to go
     results = root / "evals" / "jsonl" / "results.jsonl"
     request = {"kind": "eval", "benchmark": "jsonl", "annotations": "questions.jsonl",
                "videos": ".", "memories": "memories", "variants": ["full", "wo_asr"],

@@ -293,6 +293,7 @@ def test_a_run_records_the_video_and_node_times_its_picture_needs(answered, vide
     assert legacy.node_times["macro_0002"] == result.node_times["macro_0002"]
 
 
+@pytest.mark.browser
 def test_inspect_writes_a_page_that_renders_in_a_real_browser(
     answered, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

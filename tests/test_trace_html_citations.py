@@ -226,6 +226,7 @@ def test_an_answer_that_cites_nothing_says_so(embedder, video) -> None:
     assert "vt-cited_" not in page and "cited frame" not in page and "Answer cites" not in page
 
 
+@pytest.mark.browser
 def test_a_cited_page_renders_in_a_real_browser(cited, tmp_path: Path) -> None:
     result, trace = cited
     page = tmp_path / "q.html"

@@ -364,7 +364,7 @@ class FakeOpenAIServer:
             # A short poll interval keeps stop() fast; shutdown() waits for the next poll.
             thread = threading.Thread(
                 target=httpd.serve_forever,
-                kwargs={"poll_interval": 0.05},
+                kwargs={"poll_interval": 0.01},
                 name=f"fake-openai-{self._port}",
                 daemon=True,
             )

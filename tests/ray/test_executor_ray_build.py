@@ -28,8 +28,8 @@ from videotapestry.testing.scripted_builder import (
     perception_requests,
 )
 
-pytestmark = [pytest.mark.usefixtures("ray_deadline"), pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = [pytest.mark.usefixtures("ray_deadline"), pytest.mark.slow, pytest.mark.ray]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

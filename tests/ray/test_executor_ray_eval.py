@@ -26,8 +26,8 @@ from videotapestry.eval.run_reader import latest, read_records
 from videotapestry.testing import FakeOpenAIServer
 from videotapestry.testing.scripted import ScriptedModel
 
-pytestmark = [pytest.mark.usefixtures("ray_deadline"), pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = [pytest.mark.usefixtures("ray_deadline"), pytest.mark.slow, pytest.mark.ray]
+ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = "full,refined_super_only"
 
 
