@@ -132,8 +132,11 @@ def work_unit(nodeid: str) -> str:
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Under ``-n``: one unit of work per test file, so its module fixtures are made once, and
     one per folder below tests/ (tests/ray/ shares one Ray instance and its processes), taken
-    in the order above rather than by test count (``--no-loadscope-reorder``)."""
+    in the order above rather than by test count (xdist's ``--no-loadscope-reorder``, set
+    here rather than in addopts so that ``-p no:xdist`` still runs)."""
     from xdist.scheduler import LoadFileScheduling
+
+    config.option.loadscopereorder = False
 
     class FileOrFolderScheduling(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
