@@ -139,6 +139,8 @@ def _manifest_build(ctx: BuildContext, transcript: TranscriptResult) -> dict[str
             "source": transcript.source,
             "detail": transcript.detail,
             "lines": len(transcript.lines),
+            # Whether the nodes may hold speech, or only the stored transcript does.
+            "in_perception": ctx.settings.perception.transcript,
         },
         "ocr": getattr(ocr, "version", None) if ocr is not None else None,
     }

@@ -6,6 +6,12 @@ told the on-screen text it would otherwise misread. The perception call then sho
 model ``perception.frames`` of the clip's frames (``clip_images``) with the clip's
 transcript and OCR lines, and its reply becomes the clip's record (``clip_records``).
 
+With ``perception.transcript`` off the call carries no speech at all (the prompt does not
+even mention it): the paper's memories hold what is seen, and speech reaches the agents only
+through the ASR tool, so its ablations without ASR or without observation are comparable
+only on memories built that way. The transcript is still stored with the memory for that
+tool.
+
 A clip fails, and is left out of the memory, when its frames cannot be decoded or its reply
 stays unusable after the repair retry; each failure is in the report, and above
 ``builder.max_failed_share`` failed clips the build stops. A failed clip has no
@@ -120,7 +126,12 @@ class _ClipPerceiver:
             self._fail(clip, "frames", str(exc))
             return False
         self.perceptions.ocr_spans[clip.id] = spans
-        transcript = self.transcript.clip_text(clip, self.settings.perception.max_transcript_chars)
+        speech = self.settings.perception.transcript
+        transcript = (
+            self.transcript.clip_text(clip, self.settings.perception.max_transcript_chars)
+            if speech
+            else ""
+        )
         ocr_lines = "\n".join(f"[{clock(s.start_s)}-{clock(s.end_s)}] {s.text}" for s in spans)
         called = False
 
@@ -141,6 +152,7 @@ class _ClipPerceiver:
                 image_notes=notes,
                 transcript=transcript,
                 ocr_lines=ocr_lines,
+                speech=speech,
             )
             called = True
             async with limit:

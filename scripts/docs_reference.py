@@ -424,6 +424,45 @@ def degradations_page() -> str:
     return "\n".join(out) + "\n"
 
 
+def warning_kinds() -> list[tuple[str, str]]:
+    from videotapestry.agents import state
+
+    return _literal_comments(inspect.getsource(state), "WarningKind")
+
+
+def warnings_page() -> str:
+    out = ["| kind | what it says |", "|---|---|"]
+    out += [f"| `{kind}` | {_cell(comment)} |" for kind, comment in warning_kinds()]
+    return "\n".join(out) + "\n"
+
+
+# --- the paper's setting ----------------------------------------------------------------
+
+
+def paper_page(paper: Any = None) -> str:
+    """Every key where ``configs/paper.yaml`` and the default differ, both values and the
+    reason from ``videotapestry.config.paper``; a difference without a reason, or a reason
+    for a key that no longer differs, stops the build."""
+    from videotapestry.config import load_config
+    from videotapestry.config.paper import PAPER_CONFIG, paper_differences, stale, unexplained
+
+    differences = paper_differences(load_config(), paper or load_config(PAPER_CONFIG))
+    if missing := unexplained(differences):
+        raise ValueError(
+            f"configs/{PAPER_CONFIG}.yaml differs from the default in {', '.join(missing)} "
+            "with no reason: add one to DEFAULT_REASONS in videotapestry/config/paper.py"
+        )
+    if old := stale(differences):
+        raise ValueError(f"DEFAULT_REASONS explains keys that no longer differ: {', '.join(old)}")
+    out = ["| key | default | paper | why the default differs |", "|---|---|---|---|"]
+    out += [
+        f"| `{d.key}` | {_code_cell(json.dumps(d.default))} | {_code_cell(json.dumps(d.paper))} "
+        f"| {_cell(d.reason or '')} |"
+        for d in differences
+    ]
+    return "\n".join(out) + "\n"
+
+
 # --- on-disk formats ---------------------------------------------------------------------
 
 
@@ -496,6 +535,8 @@ GENERATORS: dict[str, Callable[..., str]] = {
     "prompts": prompts_page,
     "exits": exits_page,
     "degradations": degradations_page,
+    "warnings": warnings_page,
+    "paper": paper_page,
     "model": model_page,
     "docstring": docstring_page,
     "graph": graph_mermaid,

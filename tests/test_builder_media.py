@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Iterator
 from difflib import SequenceMatcher
 from pathlib import Path
@@ -156,16 +157,11 @@ def _similar(a: str, b: str) -> float:
     return SequenceMatcher(None, clean(a), clean(b)).ratio()
 
 
-def test_subtitles_given_to_the_build_are_its_transcript(tmp_path: Path, embedder) -> None:
-    video = FIXTURES / "speech.mp4"
+def _build_speech_with_subtitles(tmp_path: Path, embedder, *overrides: str):
+    """The speech fixture built by the scripted model with its sentences as subtitles (so
+    Whisper is never needed): the build's result and the clip prompts it sent."""
     truth = json.loads((FIXTURES / "speech.json").read_text())
-    srt = tmp_path / "speech.srt"
-    srt.write_text(
-        "\n".join(
-            f"{k}\n{_srt_time(s['start_s'])} --> {_srt_time(s['end_s'])}\n{s['text']}\n"
-            for k, s in enumerate(truth["sentences"], start=1)
-        )
-    )
+    srt = _write_srt(truth, tmp_path / "speech.srt")
     with FakeOpenAIServer() as server:
         server.on(None, ScriptedBuilderModel(5.0, make_scenes(36.0, 5.0)))
         config = load_config(
@@ -174,12 +170,19 @@ def test_subtitles_given_to_the_build_are_its_transcript(tmp_path: Path, embedde
                 "cache.enabled=false",
                 "builder.ocr.engine=none",
                 "asr.whisper_model=/no/such/model",  # Whisper must not be needed
+                *overrides,
             )
         )
         result = MemoryBuilder(config, embedder=embedder, progress=BuildProgress(False)).build(
-            video, tmp_path / "memory", subtitles=srt
+            FIXTURES / "speech.mp4", tmp_path / "memory", subtitles=srt
         )
         prompts = [r.text for r in server.requests if r.prompt == "builder_clip"]
+    return result, prompts
+
+
+def test_subtitles_given_to_the_build_are_its_transcript(tmp_path: Path, embedder) -> None:
+    truth = json.loads((FIXTURES / "speech.json").read_text())
+    result, prompts = _build_speech_with_subtitles(tmp_path, embedder)
     stored = json.loads((tmp_path / "memory" / "transcript.json").read_text())
     assert stored["source"] == "subtitles"
     assert [line[2] for line in stored["lines"]] == [s["text"] for s in truth["sentences"]]
@@ -188,6 +191,86 @@ def test_subtitles_given_to_the_build_are_its_transcript(tmp_path: Path, embedde
     )
     assert any(truth["sentences"][0]["text"] in text for text in prompts)
     assert result.report.degradations == []
+
+
+#: Words of the fixture's sentences that no frame shows (the scene signs read "SCENE k
+#: KITCHEN", "STATION", "MUSEUM" ..., and the scripted model names their colours).
+SPOKEN_ONLY = ("train", "sunrise", "dog", "sleeping", "window", "holidays", "painted", "boats")
+
+
+@pytest.mark.parametrize("in_perception", [True, False], ids=["transcript", "no-transcript"])
+def test_speech_reaches_the_nodes_only_when_the_clip_calls_carry_it(
+    tmp_path: Path, embedder, in_perception: bool
+) -> None:
+    """builder.perception.transcript=false builds the paper's kind of memory: no perception
+    call is sent a word of the speech, so no caption, entity or event can hold a fact that
+    is only spoken, while the transcript is still stored for the ASR tool."""
+    truth = json.loads((FIXTURES / "speech.json").read_text())
+    flag = f"builder.perception.transcript={str(in_perception).lower()}"
+    result, sent_prompts = _build_speech_with_subtitles(tmp_path, embedder, flag)
+    prompts = [text.lower() for text in sent_prompts]
+    assert len(prompts) == len(result.memory.clips) > 1 and result.report.degradations == []
+    sentences = [s["text"].lower().rstrip(".") for s in truth["sentences"]]
+    words = [sentence.split() for sentence in sentences]
+    runs = {" ".join(w[i : i + 3]) for w in words for i in range(len(w) - 2)}
+    sent = {run for run in runs if any(run in prompt for prompt in prompts)}
+    nodes = (tmp_path / "memory" / "memory.json").read_text(encoding="utf-8").lower()
+    spoken = [word for word in SPOKEN_ONLY if re.search(rf"\b{word}\b", nodes)]
+    if in_perception:
+        assert all(any(s in prompt for prompt in prompts) for s in sentences)
+        assert len(spoken) >= 3, spoken  # the control: spoken facts do reach the nodes
+    else:
+        assert sent == set()
+        assert not any("speech during the clip" in prompt for prompt in prompts)
+        assert spoken == []
+        assert not [n for n in result.memory.nodes(["Event"]) if n.event_type == "speech"]
+    # Either way the ASR tool's transcript is stored, and the manifest says where speech is.
+    stored = json.loads((tmp_path / "memory" / "transcript.json").read_text())
+    assert [line[2] for line in stored["lines"]] == [s["text"] for s in truth["sentences"]]
+    manifest = result.memory.manifest
+    assert manifest is not None
+    assert manifest.build["transcript"]["in_perception"] is in_perception
+    assert manifest.config["builder"]["perception"]["transcript"] is in_perception
+
+
+@pytest.mark.slow  # two offline builds with OCR, 4-6 s each
+@pytest.mark.parametrize("in_perception", [True, False], ids=["transcript", "no-transcript"])
+def test_the_offline_model_takes_speech_only_from_the_clip_calls(
+    tmp_path: Path, embedder, in_perception: bool
+) -> None:
+    """The same switch under the offline model's own rules, which turn each line of speech it
+    is sent into an event and spoken names into entities."""
+    truth = json.loads((FIXTURES / "speech.json").read_text())
+    srt = _write_srt(truth, tmp_path / "speech.srt")
+    config = load_config(
+        profile="offline",
+        overrides=[
+            "asr.whisper_model=/no/such/model",
+            f"builder.perception.transcript={str(in_perception).lower()}",
+        ],
+    )
+    result = MemoryBuilder(config, embedder=embedder, progress=BuildProgress(False)).build(
+        FIXTURES / "speech.mp4", tmp_path / "memory", subtitles=srt
+    )
+    assert result.report.status == "complete" and result.report.degradations == []
+    nodes = (tmp_path / "memory" / "memory.json").read_text(encoding="utf-8").lower()
+    spoken = [word for word in SPOKEN_ONLY if re.search(rf"\b{word}\b", nodes)]
+    speech_events = [n for n in result.memory.nodes(["Event"]) if n.event_type == "speech"]
+    if in_perception:
+        assert len(spoken) >= 3 and speech_events, spoken
+    else:
+        assert spoken == [] and speech_events == []
+    assert (tmp_path / "memory" / "transcript.json").is_file()
+
+
+def _write_srt(truth: dict, path: Path) -> Path:
+    path.write_text(
+        "\n".join(
+            f"{k}\n{_srt_time(s['start_s'])} --> {_srt_time(s['end_s'])}\n{s['text']}\n"
+            for k, s in enumerate(truth["sentences"], start=1)
+        )
+    )
+    return path
 
 
 def _srt_time(seconds: float) -> str:

@@ -18,6 +18,7 @@ VARIABLES: dict[str, dict] = {
         "image_notes": ["Image 1: a grid of 6 frames in 3 columns and 2 rows, at 00:21, 00:24"],
         "transcript": "[00:22-00:25] Welcome back.",
         "ocr_lines": "",
+        "speech": True,
     },
     "builder_macro_boundaries": {
         "clips": ["clip_0001 [00:00-00:20] A chef greets the viewers."],
@@ -67,3 +68,17 @@ def test_builder_prompts_render_and_name_their_keys(registry: PromptRegistry, na
 
 
 # Their wording is checked with every other prompt's against the paper in test_prompts.py.
+
+
+def test_a_clip_prompt_without_speech_does_not_mention_it(registry: PromptRegistry) -> None:
+    """builder.perception.transcript off: the model is neither sent the clip's speech nor
+    told that there is any, so it cannot take a fact from it or guess at it."""
+    variables = VARIABLES["builder_clip"]
+    heard = registry.render("builder_clip", **variables)
+    silent = registry.render("builder_clip", **{**variables, "speech": False})
+    assert "Welcome back." in heard.user and "Speech during the clip:" in heard.user
+    assert "speech heard" in heard.system and "shown or spoken" in heard.system
+    assert "Welcome back." not in silent.user and "Speech" not in silent.user
+    assert "speech heard" not in silent.system and "spoken" not in silent.system
+    assert "the frames or the OCR text show" in silent.system
+    assert "Text read on screen by OCR:" in silent.user and silent.hash != heard.hash

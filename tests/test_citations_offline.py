@@ -189,3 +189,33 @@ def test_a_compressed_node_keeps_only_its_stored_node_reference(
                 assert entry and not any(x.strip().startswith("refs:") for x in entry), entry
                 compressed += 1
     assert compressed > 0  # the Skim agent compresses the MacroEvents that do not bear on it
+
+
+def test_with_citations_off_the_offline_model_answers_right_and_cites_nothing(
+    demo_cache: Path,
+) -> None:
+    """``answer.citations: false``: the prompt asks for no citation, so the offline model
+    replies with the two keys asked for, and still reads the right option."""
+    video = sample_video_path()
+    question = QUESTIONS["gate_b_code"]
+    vt = VideoTapestry(profile="offline", overrides=["answer.citations=false"])
+
+    async def run() -> Result:
+        try:
+            return await vt.aanswer(
+                video,
+                demo_memory_dir(video, demo_cache),
+                question["question"],
+                question["options"],
+                question_id="gate_b_code-uncited",
+            )
+        finally:
+            await vt.aclose()
+
+    result = asyncio.run(run())
+    assert result.answer == question["answer"], result.reasoning
+    assert CODE in result.answer_text
+    assert result.citations == [] and result.warnings == [] and result.degraded == []
+    assert "refs:" not in result.memory_text
+    [reply] = [e.output for e in result.trace.events if e.prompt_name == "final_answer"]
+    assert isinstance(reply, dict) and set(reply) == {"reasoning", "answer"}

@@ -31,7 +31,7 @@ from typing import Any, get_args
 
 import pytest
 
-from videotapestry.agents.state import DegradationKind
+from videotapestry.agents.state import DegradationKind, WarningKind
 from videotapestry.cli import build_parser
 from videotapestry.config import Config
 from videotapestry.prompts import PromptRegistry
@@ -235,6 +235,11 @@ def test_every_exit_status_and_degradation_kind_is_listed() -> None:
     for kind in get_args(DegradationKind):
         row = next(line for line in degradations.splitlines() if f"`{kind}`" in line)
         assert len(row.split("|")[2].strip()) > 10, f"{kind} has no explanation"
+    warnings = reference.warnings_page()
+    for kind in get_args(WarningKind):
+        row = next(line for line in warnings.splitlines() if f"`{kind}`" in line)
+        assert len(row.split("|")[2].strip()) > 10, f"{kind} has no explanation"
+    assert "citation_invalid" not in degradations
 
 
 # --------------------------------------------------------------------------- pages

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from eval_support import record
 
@@ -13,6 +15,7 @@ from videotapestry.eval.metrics import (
     usage,
     variant_metrics,
 )
+from videotapestry.eval.run_reader import parse_records
 
 
 @pytest.mark.parametrize(
@@ -76,6 +79,24 @@ def test_guessed_degraded_and_clean_partition_the_answered_questions() -> None:
     assert (metrics.accuracy.correct, metrics.accuracy.total) == (3, 4)
     assert metrics.accuracy_no_fallback.correct == 1  # q1, q2 were right by guessing
     assert (metrics.accuracy_clean.correct, metrics.accuracy_clean.total) == (0, 1)
+
+
+def test_a_record_saved_when_a_made_up_citation_degraded_the_run_reads_it_as_a_warning() -> None:
+    older = b"\n".join(
+        json.dumps(
+            {"question_id": q, "variant": "full", "video_id": "v", "status": "answered",
+             "prediction": "A", "gold": "A", "degraded": degraded}
+        ).encode()
+        for q, degraded in (("q1", ["citation_invalid"]), ("q2", ["asr_lost", "citation_invalid"]))
+    )  # fmt: skip
+    q1, q2 = parse_records(older).records
+    assert (q1.degraded, q1.warnings) == ([], ["citation_invalid"])
+    assert (q2.degraded, q2.warnings) == (["asr_lost"], ["citation_invalid"])
+    c = counts([q1, q2])
+    assert (c.degraded, c.clean, c.warned) == (1, 1, 2)
+    assert c.degradation_kinds == {"asr_lost": 1}
+    metrics = variant_metrics([q1, q2])
+    assert (metrics.accuracy_clean.correct, metrics.accuracy_clean.total) == (1, 1)
 
 
 def test_a_question_counts_once_in_each_category_it_carries() -> None:

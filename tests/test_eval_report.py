@@ -27,9 +27,11 @@ def _full_records():
     return [
         # q2 failed on a first attempt; the later answered line replaces it.
         record("q2", "B", None, categories=("temporal", "counting"), duration="long"),
+        # A made-up citation: a warning, and q1 still counts as clean.
         record(
             "q1", "A", "A", categories=("temporal",), duration="long",
             usage=_usage(10, 20, 1000, 100, 0.01), elapsed_s=2.0, memory_tokens=4000,
+            warnings=["citation_invalid"],
         ),
         record(
             "q2", "B", "C", categories=("temporal", "counting"), duration="long",
@@ -103,7 +105,9 @@ def test_report_numbers_equal_those_computed_by_hand(run: Path) -> None:
         "fallback": 1,
         "degraded": 1,
         "clean": 3,
+        "warned": 1,
         "degradation_kinds": {"answer_fallback": 1, "asr_lost": 1},
+        "warning_kinds": {"citation_invalid": 1},
         "error_types": {"MemoryFormatError": 1},
     }
     categories = {k: (v["correct"], v["total"]) for k, v in full["by_category"].items()}
@@ -147,6 +151,11 @@ def test_report_markdown_has_the_ablation_table_and_the_torn_line(run: Path) -> 
     assert "| full | 6 | 8.8 | 16.7 | 883 | 83 | 0.0133 | 7.00 | 7.00 | 11.50 | 3,600 |" in markdown
     assert "torn" in markdown and "1 torn last line skipped" in markdown
     assert "failures by error: MemoryFormatError 1" in markdown
+    # Outcomes: guessed q4, degraded q5, clean q1 q2 q7; q1 warned, and still clean.
+    assert "| Guessed | Degraded | Clean | Warned |" in markdown
+    assert "| full | 7 | 5 | 1 | 1 | 1 | 1 | 1 | 3 | 1 | 60.0 (3/5) |" in markdown
+    assert "| wo_asr | 5 | 5 | 0 | 0 | 0 | 0 | 0 | 5 | 0 | 80.0 (4/5) |" in markdown
+    assert "- full: warnings (answered questions) by kind: citation_invalid 1" in markdown
     assert "![accuracy by category](accuracy_by_category.png)" in markdown
 
 

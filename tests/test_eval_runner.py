@@ -371,6 +371,33 @@ def test_build_missing_builds_each_video_once_for_all_its_questions(
     assert len(server.requests_for("answer")) == 3
 
 
+# ------------------------------------------------------------------ a made-up citation
+
+
+def test_a_made_up_citation_on_a_right_answer_warns_and_leaves_it_clean(
+    data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = ScriptedModel()  # the option the memory names: right when it read its memory
+    made_up = [{"claim": "The title is on the first card.", "ids": ["Z99"]}]
+    server.on(None, ScriptedModel(final_answer=lambda r: {**plain(r), "citations": made_up}))
+    questions = annotations(tmp_path / "q.jsonl", 2)
+    run = tmp_path / "run"
+    code = main(eval_args(data, questions, run, server))
+    out = capsys.readouterr().out
+    assert code == 0, out  # a warning is no degradation: no status 3
+    rows = lines(run)
+    assert [row["correct"] for row in rows] == [True, True]
+    assert all(row["degraded"] == [] and row["warnings"] == ["citation_invalid"] for row in rows)
+    summary = next(line for line in out.splitlines() if line.startswith("full"))
+    assert "degraded 0, warned 2" in summary
+    full = json.loads((run / "report.json").read_text())["variants"]["full"]
+    assert (full["counts"]["clean"], full["counts"]["warned"]) == (2, 2)
+    assert full["counts"]["warning_kinds"] == {"citation_invalid": 2}
+    assert full["accuracy_clean"] == {"correct": 2, "total": 2, "accuracy": 1.0}
+    markdown = (run / "report.md").read_text()
+    assert "| full | 2 | 2 | 0 | 0 | 0 | 0 | 0 | 2 | 2 |" in markdown
+
+
 # --------------------------------------------------------------------------- (d) Table 3(b)
 
 

@@ -9,16 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from videotapestry.contracts.method import FinalAnswer
+from videotapestry.contracts.method import FinalAnswer, UncitedAnswer
 from videotapestry.prompts import PromptRegistry
 from videotapestry.testing.citation_cost import (
     ANSWER_PROMPT,
-    CITATION_PARTS,
     AnswerPrompts,
     citation_cost,
     schema_tokens,
-    uncited_schema,
-    without_citation_instructions,
     without_refs_lines,
 )
 from videotapestry.testing.fact_bench import (
@@ -94,11 +91,9 @@ def test_only_the_refs_lines_leave_the_memory() -> None:
 
 
 @pytest.mark.parametrize("options", [["A. 5831", "B. 1234"], []])
-def test_the_uncited_answer_prompt_asks_for_no_citations(
-    tmp_path: Path, options: list[str]
-) -> None:
+def test_the_uncited_answer_prompt_asks_for_no_citations(options: list[str]) -> None:
     registry = PromptRegistry()
-    prompts = AnswerPrompts(registry, tmp_path)
+    prompts = AnswerPrompts(registry)
     variables = {
         "question": "Which code was shown on screen for Dock 14?",
         "options": options,
@@ -117,18 +112,10 @@ def test_the_uncited_answer_prompt_asks_for_no_citations(
     assert len(uncited.system) < len(cited.system)
 
 
-def test_a_template_missing_a_citation_part_is_refused() -> None:
-    source = PromptRegistry().source(ANSWER_PROMPT)
-    for part in CITATION_PARTS:
-        reworded = part.sub("", source)
-        with pytest.raises(ValueError, match="citation part"):
-            without_citation_instructions(reworded)
-
-
 def test_the_reply_schema_without_citations_keeps_the_answer_and_names_no_claim() -> None:
     schema = FinalAnswer.model_json_schema()
     assert "citations" in json.dumps(schema) and "CitedClaim" in json.dumps(schema)
-    stripped = uncited_schema(schema)
+    stripped = UncitedAnswer.model_json_schema()
     assert "citations" not in json.dumps(stripped) and "CitedClaim" not in json.dumps(stripped)
     assert set(stripped["properties"]) == {"reasoning", "answer"}
     assert stripped["required"] == ["answer"]
@@ -146,7 +133,7 @@ def test_the_cost_of_a_real_cited_answer_is_measured_on_its_trace(tmp_path: Path
     result = vt.answer(video.path, tmp_path / "memory", question.question, question.options)
     trace = json.loads(result.save_trace(tmp_path / "trace.json").read_text(encoding="utf-8"))
 
-    cost = citation_cost(trace, AnswerPrompts(vt.prompts, tmp_path))
+    cost = citation_cost(trace, AnswerPrompts(vt.prompts))
     assert result.citations and cost.cited
     assert cost.answer_calls == 1 and cost.extra_calls == 0
     assert cost.calls == result.usage.calls
@@ -161,4 +148,4 @@ def test_the_cost_of_a_real_cited_answer_is_measured_on_its_trace(tmp_path: Path
 
     trace["memory_text"] += "\nS_9 [00:00-00:01] a node the call never saw"
     with pytest.raises(ValueError, match="not the one sent"):
-        citation_cost(trace, AnswerPrompts(vt.prompts, tmp_path))
+        citation_cost(trace, AnswerPrompts(vt.prompts))

@@ -63,6 +63,36 @@ def test_import_with_embeddings_from_the_offline_profile(
     assert (dest / "embeddings.npy").read_bytes() == stored
 
 
+def test_the_import_report_names_vectors_that_are_not_the_configured_models(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kitchen = RELEASED / "kitchen_0001"
+    # The default embedder is not the model of embeddings.json: kept, with a note that
+    # questions will replace them and how to use them instead.
+    assert main(["import-memdreamer", str(kitchen), str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert f"embeddings: {QWEN_8B} (embeddings.json)" in out
+    note = out.splitlines()[1]
+    assert note.startswith(f"  note: the stored node vectors are {QWEN_8B}'s (8 values)")
+    assert "embedding.model is Qwen/Qwen3-Embedding-0.6B" in note and "PACE-Mem" in note
+    assert load_memory(tmp_path / "a").embeddings.model_name == QWEN_8B
+    # Their own model configured: used as they are, nothing to note.
+    same = ["-o", f"embedding.model={QWEN_8B}"]
+    assert main(["import-memdreamer", str(kitchen), str(tmp_path / "b"), *same]) == 0
+    assert "note:" not in capsys.readouterr().out
+    # --embed with another model replaces them, and says which and why.
+    argv = ["import-memdreamer", str(kitchen), str(tmp_path / "c"), "--embed"]
+    assert main([*argv, "--profile", "offline"]) == 0
+    out = capsys.readouterr().out
+    assert "embeddings: packaged:all-MiniLM-L6-v2 (computed)" in out
+    assert (
+        f"note: the stored node vectors ({QWEN_8B}, 8 values) were replaced by "
+        "packaged:all-MiniLM-L6-v2's (384 values) because embedding.model is "
+        "packaged:all-MiniLM-L6-v2"
+    ) in out
+    assert load_memory(tmp_path / "c").embeddings.dimension == 384
+
+
 def test_inspect_memdreamer_directory_as_tree_and_html(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -154,8 +184,11 @@ def test_force_never_writes_into_a_directory_that_is_not_a_memory(
 def test_import_a_root_of_many_videos(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     dest = tmp_path / "natives"
     assert main(["import-memdreamer", str(RELEASED), str(dest)]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out.splitlines()
+    lines = [line for line in out if not line.startswith("  note: ")]
     assert len(lines) == 2
+    # Both memories' Qwen3-Embedding-8B vectors are not the default model's: a note each.
+    assert len(out) == 4 and out[1].startswith("  note: the stored node vectors are")
     assert lines[0].startswith(f"imported {RELEASED / 'harbour_0002'} -> {dest / 'harbour_0002'}")
     assert lines[1].endswith("embeddings: Qwen/Qwen3-Embedding-8B (embeddings.json)")
     kitchen = load_memory(dest / "kitchen_0001")

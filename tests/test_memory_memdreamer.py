@@ -18,12 +18,14 @@ from videotapestry.memory import (
     EntityNode,
     EventNode,
     OCRTextNode,
+    VectorsReplaced,
     VideoMemory,
     ensure_embeddings,
     export_memdreamer,
     import_memdreamer,
     keep_valid_embeddings,
     load_memory,
+    reconcile_embeddings,
     save_memory,
 )
 from videotapestry.memory.embedding_index import embeddings_match
@@ -374,6 +376,8 @@ KITCHEN = RELEASED / "kitchen_0001"
 HARBOUR = RELEASED / "harbour_0002"
 #: The model MemDreamer's embeddings.json comes from, as sentence-transformers names it.
 QWEN_8B = "Qwen/Qwen3-Embedding-8B"
+#: The default configured embedding model.
+SMALL_QWEN = "Qwen/Qwen3-Embedding-0.6B"
 
 
 def released_copy(tmp_path: Path, video: Path = KITCHEN) -> Path:
@@ -553,6 +557,32 @@ def test_imported_vectors_are_used_only_by_their_model_and_length(kitchen: Video
     assert other.embeddings is not None and other.embeddings.model_name.endswith("0.6B")
     assert other.manifest is not None and other.manifest.embedding_model.endswith("0.6B")
     assert not np.allclose(other.embeddings.vectors, kitchen.embeddings.vectors)
+
+
+def test_replaced_imported_vectors_are_named_with_the_reason(kitchen: VideoMemory) -> None:
+    assert kitchen.embeddings is not None
+    # The model that made them: used as stored, nothing embedded, nothing to report.
+    same = HashEmbedder(QWEN_8B, 8)
+    assert reconcile_embeddings(kitchen, same) == (kitchen, None) and same.texts == 0
+    # The default embedding model: recomputed, and said why and how to keep them.
+    other, replaced = reconcile_embeddings(kitchen, HashEmbedder(SMALL_QWEN, 16))
+    assert other.embeddings is not None and other.embeddings.model_name == SMALL_QWEN
+    assert replaced == VectorsReplaced(QWEN_8B, 8, SMALL_QWEN, 16, "other_model")
+    note = replaced.describe()
+    assert f"({QWEN_8B}, 8 values) were replaced by {SMALL_QWEN}'s (16 values)" in note
+    assert "PACE-Mem" in note and note.endswith(f"embedding.model={QWEN_8B} uses the stored ones")
+    # Same name, another length.
+    _, cut = reconcile_embeddings(kitchen, HashEmbedder(QWEN_8B, 4))
+    assert cut is not None and cut.because == "other_dimension"
+    # recompute: even the same model embeds our node texts again (MemDreamer embedded its own).
+    again = HashEmbedder(QWEN_8B, 8)
+    redone, why = reconcile_embeddings(kitchen, again, stored_vectors="recompute")
+    assert why is not None and why.because == "recompute" and again.texts > 0
+    assert redone.embeddings is not None
+    assert not np.allclose(redone.embeddings.vectors, kitchen.embeddings.vectors)
+    # A memory that stored no vectors gets some; nothing of it was replaced.
+    bare = kitchen.with_embeddings(None)
+    assert reconcile_embeddings(bare, HashEmbedder(SMALL_QWEN, 16))[1] is None
 
 
 def test_keep_valid_embeddings_prefers_valid_then_configured(kitchen: VideoMemory) -> None:

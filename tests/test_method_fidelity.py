@@ -528,6 +528,7 @@ def test_missing_subtitles_are_a_degradation_not_a_silent_switch(
         ("whisper", "subtitles", True),
         ("subtitles", "subtitles", False),
         ("whisper", "whisper", False),
+        ("subtitles", "whisper", False),  # built with a benchmark's subtitles: a warning
     ],
 )
 def test_a_stored_transcript_standing_in_for_subtitles_is_recorded(
@@ -548,6 +549,12 @@ def test_a_stored_transcript_standing_in_for_subtitles_is_recorded(
     if substituted:
         why = result.degraded[0].why
         assert "no subtitle file" in why and TRANSCRIPT_FILE in why and "whisper" in why
+    # Subtitles chosen when the memory was built lose nothing, but a comparison with the
+    # paper's "w/o subtitles" column must know: a warning, under asr.source whisper only.
+    warned = [w for w in result.warnings if w.kind == "transcript_from_subtitles"]
+    assert len(warned) == (made_by == "subtitles" and source == "whisper")
+    if warned:
+        assert "read from subtitles" in warned[0].why and TRANSCRIPT_FILE in warned[0].why
 
 
 def test_undecodable_frames_and_timeouts_are_recorded(

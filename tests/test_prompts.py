@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from videotapestry.contracts.judge import EVAL_SCHEMAS
-from videotapestry.contracts.method import INSTRUCTION_TYPES, OUTPUT_SCHEMAS
+from videotapestry.contracts.method import INSTRUCTION_TYPES, OUTPUT_SCHEMAS, answer_model
 from videotapestry.errors import PromptError
 from videotapestry.prompts import PromptRegistry
 from videotapestry.resources import prompts_dir
@@ -148,6 +148,21 @@ def test_every_role_renders_and_names_its_json_keys(registry: PromptRegistry, na
     assert "{{" not in prompt.system + prompt.user and "{%" not in prompt.system + prompt.user
     for key in OUTPUT_SCHEMAS[name].model_fields:
         assert f'"{key}"' in prompt.system, f"{name} does not ask for key {key}"
+
+
+@pytest.mark.parametrize("name", ["final_answer", "direct_answer"])
+def test_an_answer_prompt_without_citations_asks_for_the_two_keys_only(
+    registry: PromptRegistry, name: str
+) -> None:
+    shipped = registry.render(name, **VARIABLES[name])
+    assert shipped == registry.render(name, **VARIABLES[name], citations=True)
+    assert '"citations"' in shipped.system
+    uncited = registry.render(name, **VARIABLES[name], citations=False)
+    assert '{"reasoning": string, "answer": string}\n' in uncited.system
+    assert "citation" not in uncited.system and "cite" not in uncited.system.casefold()
+    assert "refs" not in uncited.system
+    assert set(answer_model(False).model_fields) == {"reasoning", "answer"}
+    assert uncited.user == shipped.user and uncited.hash != shipped.hash
 
 
 def test_missing_variable_raises_and_names_it(registry: PromptRegistry) -> None:

@@ -117,6 +117,7 @@ def test_ui_builds_asks_and_seeks_to_a_citation(
     )
     assert abs(page.evaluate("document.getElementById('player').currentTime") - start) < 1
     page.wait_for_selector("#degraded[hidden]", state="attached")
+    page.wait_for_selector("#warnings[hidden]", state="attached")
     assert tab.errors == []
 
 

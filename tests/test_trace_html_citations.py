@@ -121,9 +121,12 @@ def test_the_section_lists_every_source_with_its_time_level_and_text(cited) -> N
     assert (node.start_s, node.end_s) == result.node_times["macro_0002"]
     assert format_range(node.start_s, node.end_s) in entry
     assert f"<code>{node.id}</code>" in entry and "from Skim Agent (macro)" in entry
-    # The id that named nothing is dropped, said here and in the degradations.
+    # The id that named nothing is dropped, said here and among the warnings (the run is
+    # not degraded by it).
     assert "Dropped: citations of Z9" in section
-    assert "citation_invalid" in page[: page.index('<section class="vt-citations"')]
+    alerts = page[: page.index('<section class="vt-citations"')]
+    assert "<b>Warnings</b>" in alerts and "citation_invalid" in alerts
+    assert "Degraded run" not in alerts and not result.degraded
     # The claim's markup is shown as text, never run, on the page and in the timeline.
     assert html.escape(HOSTILE) in section and "<script>document" not in page
     assert page.count("<script") == 1

@@ -155,7 +155,7 @@ def test_individual_frames_keep_their_timestamp_and_size(config, frames) -> None
         assert read_frame_index(image) == frame.index
         tab = label_tab(image)  # the black label tab in the corner
         assert 30 < tab.shape[1] < 128 and 10 < tab.shape[0] < 40
-    unlabelled = frame_images(frames[:1], images, max_frames=50, label=False)
+    unlabelled = frame_images(frames[:1], images, max_frames=50, label="untouched")
     assert label_tab(decode(unlabelled[0])).size == 0
 
 

@@ -29,17 +29,17 @@ from videotapestry.agents.citations import citable
 from videotapestry.agents.context import ProgressCallback, RunContext
 from videotapestry.agents.follow_up import resolve_follow_up
 from videotapestry.agents.rules import is_global_question
-from videotapestry.agents.state import Degradation, EarlierTurn, QuestionInput
+from videotapestry.agents.state import Degradation, EarlierTurn, QuestionInput, ResultWarning
 from videotapestry.assemble import CompositeMemory, assemble
 from videotapestry.config import Config, load_config, validate_config
-from videotapestry.contracts.method import OUTPUT_SCHEMAS
+from videotapestry.contracts.method import OUTPUT_SCHEMAS, answer_model
 from videotapestry.conversation import Conversation
 from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
 from videotapestry.errors import ConfigError, ModelCallError, VideoTapestryError
 from videotapestry.graph import build_graph
 from videotapestry.llm.service import ModelService
 from videotapestry.llm.usage import attach_spent
-from videotapestry.memory import VideoMemory
+from videotapestry.memory import VectorsReplaced, VideoMemory
 from videotapestry.memory_cache import LoadedMemory, MemoryCache
 from videotapestry.prompts import PromptRegistry, short_hash
 from videotapestry.question import labelled_options, validate_question
@@ -95,7 +95,12 @@ class VideoTapestry:
         self.prompts = PromptRegistry(self.config.prompts.override_dir)
         self.service = service or ModelService(self.config)
         self.embedder = embedder or SentenceTransformerEmbedder(self.config.embedding)
-        self._memories = MemoryCache(self.embedder, self.config.evidence, self.config.asr)
+        self._memories = MemoryCache(
+            self.embedder,
+            self.config.evidence,
+            self.config.asr,
+            stored_vectors=self.config.embedding.stored_vectors,
+        )
         #: Decoded frames every question of this facade (and its variants) can reuse.
         self.frames = FrameCache(self.config.video.frame_cache_mb * 2**20)
         #: Rendered observations (grids, JPEG bytes) every question of this facade can reuse.
@@ -160,7 +165,7 @@ class VideoTapestry:
         event loop they all share, one after another."""
         self.prompts.prepare()
         self._question_graph(None)
-        for output_model in OUTPUT_SCHEMAS.values():
+        for output_model in (*OUTPUT_SCHEMAS.values(), answer_model(self.config.answer.citations)):
             self.service.json_schema(output_model)
 
     # -- questions -------------------------------------------------------------------------
@@ -366,6 +371,7 @@ class VideoTapestry:
             exploration.handoff,
             variant=variant,
             macros_shown=self.config.agents.composite_macros,
+            citations=self.config.answer.citations,
         )
         session = self.service.session()
         item = exploration.question
@@ -378,6 +384,7 @@ class VideoTapestry:
                 handoff_trace=composite.handoff_trace,
                 evidence=citable(exploration.levels),
                 nodes=loaded.memory,
+                citations=self.config.answer.citations,
             )
         except BaseException as exc:
             attach_spent(exc, session.usage.summary())
@@ -398,6 +405,7 @@ class VideoTapestry:
             prompt_hashes={"final_answer": short_hash(self.prompts.source("final_answer"))},
             elapsed_s=time.perf_counter() - started,
             reassembled_from=exploration.run_id or item.question_id,
+            warnings=_vectors_warning(loaded.vectors_replaced),
             html_view=result_fragment,
         )
 
@@ -589,8 +597,45 @@ class VideoTapestry:
             elapsed_s=elapsed,
             observation_disabled=ctx.observation_disabled,
             images=ctx.images,
+            warnings=_setup_warnings(ctx),
             html_view=result_fragment,
         )
+
+
+def _setup_warnings(ctx: RunContext) -> list[ResultWarning]:
+    """What a reader of this result should know about how the question was set up."""
+    if not ctx.variant.method:
+        return []  # the Direct baseline reads neither the memory's vectors nor its speech
+    warnings = _vectors_warning(ctx.vectors_replaced)
+    if ctx.subtitles_for_whisper and ctx.asr_enabled:
+        warnings.append(
+            ResultWarning(
+                kind="transcript_from_subtitles",
+                level="setup",
+                what="the transcript the ASR tool reads",
+                why=ctx.subtitles_for_whisper,
+            )
+        )
+    return warnings
+
+
+def _vectors_warning(replaced: VectorsReplaced | None) -> list[ResultWarning]:
+    """The note every result answered from a memory whose own node vectors were replaced
+    carries. A warning, not a degradation: nothing failed and no part of the method is
+    missing (every step ran with the embedder the config names, as it will for every
+    question on this memory), but search and PACE-Mem chose with other vectors than the
+    memory was built with, which a comparison with results on the memory as built (the
+    paper's) must know."""
+    if replaced is None:
+        return []
+    return [
+        ResultWarning(
+            kind="memory_vectors_replaced",
+            level="setup",
+            what="the memory's node vectors",
+            why=replaced.describe(),
+        )
+    ]
 
 
 def _memory_source(memory: str | Path | VideoMemory) -> str | None:

@@ -17,6 +17,9 @@ observation summaries), never here: stored node texts and verbatim transcript li
 Answer agent as they are, since they are what the video shows or says, not what a model
 concluded, and the Static-Memory-Only variant reads the stored contents unchanged. Only the
 handoff trace, all of it agent-written, is filtered once more on its way out.
+
+The ``refs:`` lines name what the Answer agent may cite; with ``answer.citations`` off it is
+asked for no citation, so the composite shows none (the paper's final memory).
 """
 
 from __future__ import annotations
@@ -53,8 +56,10 @@ def assemble(
     *,
     variant: str = FULL.name,
     macros_shown: Literal["selected", "candidates"] = "candidates",
+    citations: bool = True,
 ) -> CompositeMemory:
-    """The final memory the variant's Answer agent reads (``Variant.answer_reads``)."""
+    """The final memory the variant's Answer agent reads (``Variant.answer_reads``), with
+    ``refs:`` lines when ``citations`` (``answer.citations``) asks it to cite."""
     row = variant_named(variant)
     by_level = {outcome.level: outcome for outcome in levels}
     supers = by_level.get("super")
@@ -74,19 +79,19 @@ def assemble(
                 if parent is None or parent.id != super_event.id:
                     continue
                 children.append(_entry(memory, macro_id, macros.refined[macro_id], "  "))
-                children += _refs(macros, macro_id, "  ")
+                children += _refs(macros, macro_id, "  ", citations)
                 if focus is not None and macro_id in focus.refined:
                     children.append("    Evidence:")
                     children += [f"    {line}" for line in focus.refined[macro_id].splitlines()]
-                    children += _refs(focus, macro_id, "    ")
+                    children += _refs(focus, macro_id, "    ", citations)
         if include_super and supers is not None:
             lines.append(_entry(memory, super_event.id, supers.refined[super_event.id], ""))
-            lines += _refs(supers, super_event.id, "")
+            lines += _refs(supers, super_event.id, "", citations)
         elif children:
             lines.append(f"(in {super_event.id} [{clock_range(super_event.time_range)}])")
         lines += children
     if row.answer_reads == "evidence_log":
-        lines += _evidence_log(levels)
+        lines += _evidence_log(levels, citations)
     text = "\n".join(lines)
     trace = handoff_text(handoff)
     return CompositeMemory(text=text, handoff_trace=trace, tokens=estimate_tokens(text))
@@ -108,14 +113,17 @@ def _entry(memory: VideoMemory, node_id: str, text: str, indent: str) -> str:
     return head + body[0] + "".join(f"\n{indent}  {line}" for line in body[1:])
 
 
-def _refs(outcome: LevelOutcome, node_id: str, indent: str) -> list[str]:
+def _refs(outcome: LevelOutcome, node_id: str, indent: str, citations: bool) -> list[str]:
     """The line naming the frames and transcript lines a refined node rests on, by the ids
-    the Answer agent cites; none for a node that rests on its stored text alone."""
+    the Answer agent cites; none for a node that rests on its stored text alone, nor when
+    the Answer agent is asked for no citations."""
+    if not citations:
+        return []
     text = refs_text(outcome.sources.get(node_id, []))
     return [f"{indent}  refs: {text}"] if text else []
 
 
-def _evidence_log(levels: Sequence[LevelOutcome]) -> list[str]:
+def _evidence_log(levels: Sequence[LevelOutcome], citations: bool) -> list[str]:
     lines = ["Evidence log (new observations, in the order they were made):"]
     for outcome in levels:
         for obs in outcome.observations:
@@ -124,7 +132,7 @@ def _evidence_log(levels: Sequence[LevelOutcome]) -> list[str]:
             windows = ", ".join(format_range(s, e) for s, e in obs.windows)
             lines.append(f"- {outcome.level} {obs.kind} {windows}: {obs.result.strip()}")
             lines += [f"  {format_range(s, e)} {text}" for s, e, text in obs.evidence_lines]
-        refs = refs_text(observation_refs(outcome.observations))
+        refs = refs_text(observation_refs(outcome.observations)) if citations else ""
         if refs:
             lines.append(f"  refs: {refs}")
     return lines

@@ -3,11 +3,11 @@
 Every turn runs the whole method, like a question on its own; what a conversation adds is
 the turns before it. Each agent is shown the earlier questions, their answers and the times
 those answers cited, and a reference to the previous answer ("what was on screen right after
-that?") is resolved to the moment it cited before the method runs (``agents.follow_up``), so
-the levels search next to that moment. What earlier turns decoded and transcribed is kept:
-the conversation holds its decoders open, frames decoded once are taken from the facade's
-frame cache (``video.frame_cache_mb``), the memory stays loaded in its memory cache, and
-transcribed windows come from the transcript cache.
+that?") is resolved to the moment it cited before the method runs
+(``videotapestry.agents.follow_up``), so the levels search next to that moment. What earlier
+turns decoded and transcribed is kept: the conversation holds its decoders open, frames
+decoded once are taken from the facade's frame cache (``video.frame_cache_mb``), the memory
+stays loaded in its memory cache, and transcribed windows come from the transcript cache.
 """
 
 from __future__ import annotations

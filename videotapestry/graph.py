@@ -183,6 +183,7 @@ async def assemble_node(state: QAState, runtime: Runtime[RunContext]) -> dict[st
         state.get("handoff", []),
         variant=ctx.variant.name,
         macros_shown=ctx.config.agents.composite_macros,
+        citations=ctx.config.answer.citations,
     )
     ctx.report(level="assemble", step="assemble", memory_tokens=composite.tokens)
     return {
@@ -204,6 +205,7 @@ async def answer_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str,
         handoff_trace=state.get("handoff_text", ""),
         evidence=citable(state.get("levels", [])),
         nodes=ctx.memory,
+        citations=ctx.config.answer.citations,
     )
     return {"answer": answer}
 
@@ -221,6 +223,7 @@ async def direct_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str,
         frame_refs=direct_frame_refs(frames, ctx.duration_s),
         video_duration=ctx.duration_s,
         nodes=ctx.memory,
+        citations=ctx.config.answer.citations,
     )
     return {"answer": answer}
 

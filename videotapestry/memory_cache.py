@@ -16,12 +16,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from videotapestry.asr import TranscriptSource, make_transcript_source
-from videotapestry.memory import MemoryLocator, VideoMemory, ensure_embeddings, open_memory
+from videotapestry.memory import (
+    MemoryLocator,
+    VectorsReplaced,
+    VideoMemory,
+    open_memory,
+    reconcile_embeddings,
+)
 from videotapestry.retrieval import PackedClips
 from videotapestry.retrieval.from_memory import pack_memory_evidence
 
 if TYPE_CHECKING:
     from videotapestry.config import AsrConfig, EvidenceConfig
+    from videotapestry.config.retrieval import StoredVectors
     from videotapestry.embeddings import Embedder
 
 
@@ -32,6 +39,9 @@ class LoadedMemory:
     memory: VideoMemory
     locator: MemoryLocator
     evidence: PackedClips | None
+    #: The memory's own vectors when another model's replaced them: every result answered
+    #: from it says so (the vectors steer search and PACE-Mem).
+    vectors_replaced: VectorsReplaced | None = None
 
 
 class MemoryCache:
@@ -41,8 +51,16 @@ class MemoryCache:
     load once however many questions ask for it at the same time.
     """
 
-    def __init__(self, embedder: Embedder, evidence: EvidenceConfig, asr: AsrConfig) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        evidence: EvidenceConfig,
+        asr: AsrConfig,
+        *,
+        stored_vectors: StoredVectors = "use_when_same_model",
+    ) -> None:
         self._embedder = embedder
+        self._stored_vectors: StoredVectors = stored_vectors
         self._evidence = evidence
         self._asr = asr
         self._memories: dict[tuple[str, str | None], LoadedMemory] = {}
@@ -65,9 +83,12 @@ class MemoryCache:
                     if isinstance(memory, VideoMemory)
                     else open_memory(memory, expected_fingerprint=video_fingerprint)
                 )
-                embedded = ensure_embeddings(raw, self._embedder)
+                embedded, replaced = reconcile_embeddings(
+                    raw, self._embedder, stored_vectors=self._stored_vectors
+                )
                 evidence = pack_memory_evidence(embedded, self._evidence)
-                loaded = LoadedMemory(embedded, MemoryLocator(embedded, self._embedder), evidence)
+                locator = MemoryLocator(embedded, self._embedder)
+                loaded = LoadedMemory(embedded, locator, evidence, replaced)
                 self._memories[key] = loaded
             return loaded
 

@@ -29,8 +29,15 @@ TEMPLATE_SUFFIX = ".jinja"
 BLOCKS = ("system", "user")
 #: Variables a caller may leave out, and what a template then sees: the earlier turns of a
 #: conversation (``_question.jinja``), which a question asked on its own does not have, so a
-#: script or a user's template written before conversations renders as it did.
-OPTIONAL_VARIABLES: dict[str, object] = {"earlier_turns": ()}
+#: script or a user's template written before conversations renders as it did; and whether
+#: an answer prompt asks for citations (``answer.citations``), on unless a caller says so, as
+#: the answer prompts did before the switch; and the stored texts a decision reads besides
+#: the refined ones (``agents.decision_context: full``), none unless a caller passes them.
+OPTIONAL_VARIABLES: dict[str, object] = {
+    "earlier_turns": (),
+    "citations": True,
+    "old_memories": "",
+}
 
 
 def short_hash(*parts: str) -> str:

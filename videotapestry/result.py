@@ -1,10 +1,12 @@
 """What answering a question produces: ``Result``, its saved trace, and batch outcomes.
 
 A result carries everything needed to see how the answer was reached (levels, composite
-memory, trace, usage) and everything that made the run differ from the method
-(``degraded``). Its saved trace is complete enough to reassemble the same exploration under
-another memory variant later (``load_exploration`` → ``VideoTapestry.reanswer``), which is
-how the paper's Table 3(b) compares final memories over one fixed exploration.
+memory, trace, usage), everything that made the run differ from the method (``degraded``)
+and what a reader should know about the answer that is no such loss (``warnings``: a cited
+id that names nothing). Its saved trace is complete enough to reassemble the same
+exploration under another memory variant later (``load_exploration`` →
+``VideoTapestry.reanswer``), which is how the paper's Table 3(b) compares final memories
+over one fixed exploration.
 """
 
 from __future__ import annotations
@@ -15,15 +17,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from videotapestry.agents.state import (
+    FORMER_DEGRADATIONS,
     AnswerOutcome,
     Citation,
     Degradation,
     HandoffEntry,
     LevelOutcome,
     QuestionInput,
+    ResultWarning,
 )
 from videotapestry.errors import VideoTapestryError
 from videotapestry.files import parse_json, write_atomic
@@ -62,6 +66,8 @@ class Result:
     images: list[ImagePart] = field(default_factory=list, repr=False)
     #: What made this run differ from the method (SPEC §7a); empty for a faithful run.
     degraded: list[Degradation] = field(default_factory=list)
+    #: What to know about the answer that is no loss of the method (a made-up citation).
+    warnings: list[ResultWarning] = field(default_factory=list)
     #: The answer in words: a free-form question's answer, or the chosen option's text.
     answer_text: str = ""
     #: The claims of the answer with the evidence each cites (moments of the video).
@@ -69,6 +75,8 @@ class Result:
     #: A follow-up in the user's words when its "that" was resolved (``question`` is then
     #: the resolved text the agents were given); empty otherwise.
     asked: str = ""
+    #: False when the answer was not asked to cite (``answer.citations: false``).
+    citations_asked: bool = True
     handoff: list[HandoffEntry] = field(default_factory=list)
     #: Identifies the exploration; a reanswered result keeps its exploration's id.
     run_id: str = ""
@@ -100,6 +108,7 @@ class Result:
         reassembled_from: str | None = None,
         observation_disabled: str | None = None,
         images: Sequence[ImagePart] = (),
+        warnings: Sequence[ResultWarning] = (),
         html_view: Callable[[Result], str] | None = None,
     ) -> Result:
         """The result of answering ``exploration``'s question from ``final_memory``.
@@ -109,7 +118,8 @@ class Result:
         so both are built here. ``variant`` names the final memory (for a run from the
         start, the config's variant); ``memory`` is where the nodes the levels examined are
         looked up; ``session`` holds the model calls this answer made. A fallback answer
-        and cited ids that name no evidence are added to the exploration's degradations.
+        is added to the exploration's degradations; cited ids that name no evidence are a
+        warning, after the ``warnings`` of its setup (the memory's replaced vectors).
         """
         question = exploration.question
         return cls(
@@ -131,8 +141,10 @@ class Result:
             elapsed_s=elapsed_s,
             images=list(images),
             degraded=[*exploration.degraded, *_answer_degradation(answer)],
+            warnings=[*warnings, *_answer_warnings(answer)],
             answer_text=answer.text,
             citations=list(answer.citations),
+            citations_asked=answer.citations_asked,
             asked=question.asked,
             handoff=list(exploration.handoff),
             run_id=exploration.run_id,
@@ -170,8 +182,10 @@ class Result:
             "prompt_hashes": self.prompt_hashes,
             "observation_disabled": self.observation_disabled,
             "degraded": [d.model_dump(mode="json") for d in self.degraded],
+            "warnings": [w.model_dump(mode="json") for w in self.warnings],
             "answer_text": self.answer_text,
             "citations": [c.model_dump(mode="json") for c in self.citations],
+            "citations_asked": self.citations_asked,
             "asked": self.asked,
             "reassembled_from": self.reassembled_from,
             "elapsed_s": round(self.elapsed_s, 3),
@@ -225,16 +239,20 @@ def _answer_degradation(answer: AnswerOutcome) -> list[Degradation]:
         why = answer.error or "the reply holds no answer"
         what = "answer (a free-form question left unanswered)"
         lost.append(Degradation(kind="answer_fallback", level="answer", what=what, why=why))
-    if answer.invalid_citations:
-        lost.append(
-            Degradation(
-                kind="citation_invalid",
-                level="answer",
-                what=f"citations of {', '.join(answer.invalid_citations)}",
-                why="the ids name no frame, transcript line or memory node; they were dropped",
-            )
-        )
     return lost
+
+
+def _answer_warnings(answer: AnswerOutcome) -> list[ResultWarning]:
+    if not answer.invalid_citations:
+        return []
+    return [
+        ResultWarning(
+            kind="citation_invalid",
+            level="answer",
+            what=f"citations of {', '.join(answer.invalid_citations)}",
+            why="the ids name no frame, transcript line or memory node; they were dropped",
+        )
+    ]
 
 
 @dataclass(frozen=True)
@@ -308,11 +326,34 @@ class _SavedSummary(BaseModel):
     observation_disabled: str | None = None
     elapsed_s: float = 0.0
     degraded: list[Degradation] = Field(default_factory=list)
+    warnings: list[ResultWarning] = Field(default_factory=list)
     answer_text: str = ""
     citations: list[Citation] = Field(default_factory=list)
     asked: str = ""
+    citations_asked: bool = True
     run_id: str = ""
     reassembled_from: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _former_degradations_as_warnings(cls, data: Any) -> Any:
+        """A trace saved while a made-up citation was a degradation lists it under
+        ``degraded``; it is read as the warning it now is."""
+        if not isinstance(data, dict) or not isinstance(data.get("degraded"), list):
+            return data
+        warnings = data.get("warnings", [])
+        if not isinstance(warnings, list):
+            return data  # named by validation
+        degraded = data["degraded"]
+        moved = [d for d in degraded if isinstance(d, dict) and _former(d.get("kind"))]
+        if not moved:
+            return data
+        kept = [d for d in degraded if not any(d is m for m in moved)]
+        return {**data, "degraded": kept, "warnings": [*warnings, *moved]}
+
+
+def _former(kind: object) -> bool:
+    return isinstance(kind, str) and kind in FORMER_DEGRADATIONS
 
 
 class _SavedVideo(BaseModel):
@@ -393,9 +434,11 @@ def load_result(path: str | Path) -> Result:
         observation_disabled=summary.observation_disabled,
         elapsed_s=summary.elapsed_s,
         degraded=summary.degraded,
+        warnings=summary.warnings,
         answer_text=summary.answer_text,
         citations=summary.citations,
         asked=summary.asked,
+        citations_asked=summary.citations_asked,
         handoff=saved.handoff,
         run_id=summary.run_id,
         reassembled_from=summary.reassembled_from,

@@ -42,6 +42,7 @@ from videotapestry.video import (
 )
 
 if TYPE_CHECKING:
+    from videotapestry.asr.stored import StoredTranscript
     from videotapestry.config import AsrConfig, Config, VideoConfig
     from videotapestry.embeddings import Embedder
     from videotapestry.llm.service import ModelService
@@ -90,6 +91,7 @@ def open_run_context(
             config.asr, memories, reader, memory, item, video_fp
         )
         asr_substituted = _substitution(config.asr, item, transcripts)
+        subtitles_for_whisper = _subtitles_for_whisper(config.asr, item, transcripts)
         if isinstance(transcripts, SubtitleSource):
             # Read first, so a file with no usable cue stops the question before the memory
             # is loaded or any model is called.
@@ -133,6 +135,8 @@ def open_run_context(
         observation_disabled=disabled,
         asr_unavailable=asr_unavailable,
         asr_substituted=asr_substituted,
+        subtitles_for_whisper=subtitles_for_whisper,
+        vectors_replaced=loaded.vectors_replaced,
         progress=progress,
         owns_video=owned,
     )
@@ -285,22 +289,44 @@ def _substitution(
     ASR tool sees other words at other times than the config asked for, which a comparison
     with subtitle-based results must know.
     """
-    from videotapestry.asr.stored import StoredTranscript
-
-    if asr.source != "subtitles" or item.subtitle_path:
+    stored = _stored(item, transcripts)
+    if asr.source != "subtitles" or stored is None or stored.transcript.source == "subtitles":
         return None
-    if not isinstance(transcripts, StoredTranscript):
-        return None
-    stored = transcripts.transcript
-    if stored.source == "subtitles":
-        return None
-    made = f"{stored.source or 'an unrecorded source'}" + (
-        f", {stored.detail}" if stored.detail else ""
+    made = f"{stored.transcript.source or 'an unrecorded source'}" + (
+        f", {stored.transcript.detail}" if stored.transcript.detail else ""
     )
     return (
         "asr.source is 'subtitles' but this question has no subtitle file; the ASR tool "
-        f"reads the memory's stored transcript instead ({transcripts.origin}, made by {made})"
+        f"reads the memory's stored transcript instead ({stored.origin}, made by {made})"
     )
+
+
+def _subtitles_for_whisper(
+    asr: AsrConfig, item: QuestionInput, transcripts: TranscriptSource | None
+) -> str | None:
+    """Why the ASR tool reads subtitles' words under ``asr.source: whisper``, or None.
+
+    A memory built with a benchmark's subtitles stores them as its transcript, and the
+    stored transcript stands in for Whisper at question time. The user chose those
+    subtitles when building, so nothing is lost (a warning, not a degradation), but a
+    result compared with the paper's Video-MME "w/o subtitles" column must say so.
+    """
+    stored = _stored(item, transcripts)
+    if asr.source != "whisper" or stored is None or stored.transcript.source != "subtitles":
+        return None
+    return (
+        f"the memory's stored transcript ({stored.origin}) was read from subtitles when it "
+        "was built; the ASR tool reads those words, not Whisper's (asr.memory_transcript=false "
+        "transcribes the windows instead)"
+    )
+
+
+def _stored(item: QuestionInput, transcripts: TranscriptSource | None) -> StoredTranscript | None:
+    from videotapestry.asr.stored import StoredTranscript
+
+    if item.subtitle_path or not isinstance(transcripts, StoredTranscript):
+        return None
+    return transcripts
 
 
 def _memory_transcript(

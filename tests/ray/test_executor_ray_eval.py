@@ -22,7 +22,7 @@ from title_eval import annotations, asked_questions, title_data
 from title_eval import eval_args as title_eval_args
 
 from videotapestry.cli import main
-from videotapestry.eval.run_reader import latest, read_records
+from videotapestry.eval.run_reader import latest, read_records, read_run_info
 from videotapestry.testing import FakeOpenAIServer
 from videotapestry.testing.scripted import ScriptedModel
 
@@ -97,6 +97,9 @@ def test_ray_eval_writes_the_same_results_as_local_and_shares_the_cache(
         )
         for record in ray.values():  # each trace was written by the driver beside its line
             assert (tmp_path / "ray" / record["trace"]).is_file()
+        # The models the server named reach run.json from the workers' traces too.
+        served = read_run_info(tmp_path / "ray").served_models
+        assert served == read_run_info(tmp_path / "local").served_models and "answer" in served
 
         # The same questions again on Ray, a new run with the cache the workers filled: no
         # request reaches the server and every call counts as cached.

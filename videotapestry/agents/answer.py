@@ -8,7 +8,9 @@ how the answer was obtained, so reports count fallbacks instead of hiding them.
 
 The reply also cites the evidence the answer rests on by the ids the composite memory shows
 (frames, transcript lines, memory nodes); the ids are resolved here to the moments of the
-video they stand for, and an id that names nothing is dropped and reported.
+video they stand for, and an id that names nothing is dropped and reported (a warning on the
+result: the answer itself is untouched). With ``answer.citations`` off the prompt and the
+reply schema ask for the paper's two keys only, and nothing is cited.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from videotapestry.agents.citations import resolve_citations
 from videotapestry.agents.options import extract_answer_letter
 from videotapestry.agents.state import AnswerOutcome, EvidenceRef, QuestionInput
-from videotapestry.contracts.method import FinalAnswer
+from videotapestry.contracts.method import FinalAnswer, answer_model
 from videotapestry.errors import ModelCallError, StructuredOutputError
 from videotapestry.images import ImagePart
 from videotapestry.llm.service import ModelSession
@@ -36,16 +38,21 @@ async def run_answer_agent(
     handoff_trace: str,
     evidence: Mapping[str, EvidenceRef],
     nodes: VideoMemory,
+    citations: bool = True,
 ) -> AnswerOutcome:
     """``evidence`` are the observed refs the composite memory shows; ``nodes`` is the
-    stored memory, whose node ids are citable over their time ranges."""
+    stored memory, whose node ids are citable over their time ranges. ``citations`` is
+    ``answer.citations`` (the composite memory should then have been assembled with it)."""
     prompt = prompts.render(
         "final_answer",
         **question.prompt_variables(),
         handoff_trace=handoff_trace,
         memory=memory,
+        citations=citations,
     )
-    return await _answer(session, "answer", prompt, question.options, (), evidence, nodes)
+    return await _answer(
+        session, "answer", prompt, question.options, (), evidence, nodes, citations
+    )
 
 
 async def run_direct_answer(
@@ -57,9 +64,10 @@ async def run_direct_answer(
     frame_refs: Sequence[EvidenceRef],
     video_duration: float,
     nodes: VideoMemory,
+    citations: bool = True,
 ) -> AnswerOutcome:
     """The Direct baseline: uniformly sampled frames straight to the model, each citable by
-    its ``frame_refs`` id."""
+    its ``frame_refs`` id (when ``citations``, ``answer.citations``, asks for citing)."""
     prompt = prompts.render(
         "direct_answer",
         **question.prompt_variables(),
@@ -67,9 +75,12 @@ async def run_direct_answer(
         image_notes=[
             f"{ref.id}: {image.label}" for ref, image in zip(frame_refs, frames, strict=True)
         ],
+        citations=citations,
     )
     evidence = {ref.id: ref for ref in frame_refs}
-    return await _answer(session, "direct", prompt, question.options, frames, evidence, nodes)
+    return await _answer(
+        session, "direct", prompt, question.options, frames, evidence, nodes, citations
+    )
 
 
 async def _answer(
@@ -80,13 +91,15 @@ async def _answer(
     images: Sequence[ImagePart],
     evidence: Mapping[str, EvidenceRef],
     nodes: VideoMemory,
+    citations_asked: bool,
 ) -> AnswerOutcome:
     error = None
     claims: list[tuple[str, list[str]]] = []
     try:
-        reply = await session.complete_json(role, prompt, FinalAnswer, images)
+        reply = await session.complete_json(role, prompt, answer_model(citations_asked), images)
         raw_answer, reasoning = reply.answer, reply.reasoning
-        claims = [(c.claim, c.ids) for c in reply.citations]
+        if isinstance(reply, FinalAnswer):  # unasked, citations are ignored like any extra key
+            claims = [(c.claim, c.ids) for c in reply.citations]
     except StructuredOutputError as exc:
         # The model answered, just not in the schema: its text may still name a letter.
         raw_answer, reasoning, error = exc.raw_text, exc.raw_text, str(exc)
@@ -116,4 +129,5 @@ async def _answer(
         error=error,
         citations=citations,
         invalid_citations=invalid,
+        citations_asked=citations_asked,
     )

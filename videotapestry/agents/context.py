@@ -19,7 +19,7 @@ from videotapestry.embeddings import Embedder
 from videotapestry.errors import ConfigError
 from videotapestry.images import ImagePart
 from videotapestry.llm.service import ModelSession
-from videotapestry.memory import MemoryLocator, VideoMemory
+from videotapestry.memory import MemoryLocator, VectorsReplaced, VideoMemory
 from videotapestry.prompts import PromptRegistry
 from videotapestry.retrieval import PackedClips
 from videotapestry.variants import Variant, variant_named
@@ -55,6 +55,11 @@ class RunContext:
     #: Why the transcript the ASR tool reads is not the one ``asr.source`` names (the
     #: memory's Whisper transcript standing in for missing subtitles); None when it is.
     asr_substituted: str | None = None
+    #: Why the ASR tool reads subtitles under ``asr.source: whisper`` (a warning), or None.
+    subtitles_for_whisper: str | None = None
+    #: The memory's own node vectors when the configured embedder's replaced them (they steer
+    #: search and PACE-Mem); None when the stored ones are used or there were none.
+    vectors_replaced: VectorsReplaced | None = None
     progress: ProgressCallback | None = None
     #: LangGraph's custom-stream writer while a graph node runs (``astream(stream_mode="custom")``).
     stream: ProgressCallback | None = None

@@ -203,8 +203,12 @@ async def decide(
     current_ids: Sequence[str],
     fallback_ids: Sequence[str],
     log: LevelLog,
+    old_memories: str = "",
 ) -> ValidatedDecision:
-    """One decision call, validated in code (SPEC §5); at Subgraph the stop is then forced."""
+    """One decision call, validated in code (SPEC §5); at Subgraph the stop is then forced.
+
+    ``old_memories`` (the candidates' stored texts) is shown only when not empty: with
+    ``agents.decision_context: full``, as the paper's decision reads them."""
     ids_with_children = [i for i in current_ids if _has_children(ctx, level, i)]
     decision, ok = await call_or_fallback(
         ctx,
@@ -216,6 +220,7 @@ async def decide(
         log=log,
         **level_variables(agent, level, question, instruction_in),
         memories=memories,
+        old_memories=old_memories,
         trajectory=trajectory,
     )
     validated = validate_decision(
@@ -229,6 +234,57 @@ async def decide(
     )
     log.notes.extend(validated.notes)
     return validated
+
+
+def level_record(
+    plans: Mapping[str, Mapping[str, Any]],
+    observations: Sequence[Observation],
+    update: str,
+) -> str:
+    """The level's trajectory as the paper's decision reads it (H^ℓ, Algorithm 2 line 15):
+    every plan by name (its keys as returned, the planner's thought without steering), every
+    observation with its windows and result or failure, then what the update changed.
+
+    The decision judges where the evidence is; the plan says what the level set out to find
+    and the update which nodes took the observations, which the refined texts alone do not
+    tell it."""
+    lines = []
+    for name, plan in plans.items():
+        shown = {
+            k: clean(v) if k == "thought" and isinstance(v, str) else v for k, v in plan.items()
+        }
+        lines.append(f"{name}: {json.dumps(shown, ensure_ascii=False)}")
+    for obs in observations:
+        windows = ", ".join(clock_range(TimeRange(start=s, end=e)) for s, e in obs.windows)
+        if obs.succeeded:
+            what = obs.result.strip()
+            if obs.uncertainty.strip():
+                what += f" (uncertain: {obs.uncertainty.strip()})"
+        else:
+            what = f"failed ({obs.error or 'empty result'})"
+        lines.append(f"{obs.source_id} {obs.kind} observation [{windows}]: {what}")
+    lines.append(update)
+    return "\n".join(lines)
+
+
+def update_record(
+    static: Mapping[str, str],
+    refined: Mapping[str, str],
+    *,
+    made: bool,
+    protected: Sequence[str] = (),
+) -> str:
+    """One line of ``level_record``: which memories the level's update rewrote and which
+    kept their stored text (at Super, which were protected: stored text kept, evidence
+    added); ``made`` says whether an update took place at all."""
+    changed = [i for i in static if refined.get(i, static[i]) != static[i]]
+    if not made and not changed:
+        return "update: none made; every memory keeps its stored text"
+    kept = [i for i in static if i not in changed]
+    line = f"update: rewrote {changed}; stored text kept for {kept}"
+    if protected:
+        line += f"; protected (stored text kept, evidence added): {list(protected)}"
+    return line
 
 
 def _has_children(ctx: RunContext, level: Level, node_id: str) -> bool:
@@ -450,6 +506,18 @@ async def decide_level(
     level = outcome.level
     log = LevelLog(level)
     ctx.report(level=level, step="decide", agent=outcome.agent)
+    full = ctx.config.agents.decision_context == "full"
+    if full:
+        trajectory = level_record(
+            {"plan": outcome.plan},
+            outcome.observations,
+            update_record(outcome.static, outcome.refined, made=outcome.calls.updates > 0),
+        )
+    else:
+        trajectory = "\n".join(
+            f"visual observation: {o.result}" if o.succeeded else f"observation failed: {o.error}"
+            for o in outcome.observations
+        )
     decision = await decide(
         ctx,
         level=level,
@@ -457,10 +525,8 @@ async def decide_level(
         question=question,
         instruction_in=outcome.instruction_in,
         memories=memories_text(ctx, outcome.refined),
-        trajectory="\n".join(
-            f"visual observation: {o.result}" if o.succeeded else f"observation failed: {o.error}"
-            for o in outcome.observations
-        ),
+        old_memories=memories_text(ctx, outcome.static) if full else "",
+        trajectory=trajectory,
         is_global=is_global,
         current_ids=outcome.candidate_ids,
         fallback_ids=fallback_ids,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from videotapestry.agents.citations import node_sources, observation_refs
 from videotapestry.agents.context import LevelBudget, RunContext
@@ -21,8 +22,10 @@ from videotapestry.agents.level_protocol import (
     clean,
     decide,
     labelled_text,
+    level_record,
     memories_text,
     observation_sources,
+    update_record,
     update_requests_json,
 )
 from videotapestry.agents.rules import (
@@ -34,6 +37,7 @@ from videotapestry.agents.rules import (
     protected_set,
     question_anchors,
     rank_by_overlap,
+    transcript_follows_look,
 )
 from videotapestry.agents.state import (
     AGENT_NAMES,
@@ -180,7 +184,17 @@ async def run_overview(
     transcript: list[TranscriptLine] = []
     asr_plan = AsrPlan(observation_instruction=instruction)
     asr_spans: list[tuple[float, float]] = []
-    if ctx.asr_enabled and budget.allows("observation"):
+    follows = transcript_follows_look(
+        looked=visual is not None,
+        look_succeeded=visual is not None and visual.succeeded,
+        after_failed_look=config.agents.overview.asr_after_failed_look,
+    )
+    if ctx.asr_enabled and not follows:
+        log.note(
+            "no transcript was planned or read: the visual look failed and the transcript "
+            "only follows a successful one (agents.overview.asr_after_failed_look: false)"
+        )
+    elif ctx.asr_enabled and budget.allows("observation"):
         ctx.report(level="super", step="plan_asr", agent=agent)
         asr_plan, _ = await call_or_fallback(
             ctx,
@@ -256,10 +270,27 @@ async def run_overview(
             log,
             agent=agent,
             call_update=budget.spend("update"),
+            planned_instruction=clean(plan.observation_instruction),
         )
 
     ctx.report(level="super", step="decide", agent=agent)
     fallback_ids = evidence_ids or rank_by_overlap(spans, [window])
+    full = config.agents.decision_context == "full"
+    trajectory = _trajectory(observations)
+    if full:
+        plans = {"visual plan": plan.model_dump(mode="json")}
+        if ctx.asr_enabled and asr_spans:
+            plans["asr plan"] = asr_plan.model_dump(mode="json")
+        trajectory = level_record(
+            plans,
+            observations,
+            update_record(
+                static,
+                refined,
+                made=budget.updates > 0,
+                protected=protected if refined != static else (),
+            ),
+        )
     decision = await decide(
         ctx,
         level="super",
@@ -267,7 +298,8 @@ async def run_overview(
         question=question,
         instruction_in=None,
         memories=memories_text(ctx, refined),
-        trajectory=_trajectory(observations),
+        old_memories=memories_text(ctx, static) if full else "",
+        trajectory=trajectory,
         is_global=is_global,
         current_ids=ids,
         fallback_ids=fallback_ids,
@@ -372,10 +404,14 @@ async def refine_supers(
     *,
     agent: str,
     call_update: bool,
+    planned_instruction: str = "",
 ) -> tuple[dict[str, str], dict[str, list[EvidenceRef]]]:
     """The Super scaffold around the linked evidence: protected SuperEvents keep their text and
     gain their evidence parts, every other one is compressed (SPEC §5), with or without the
-    update call (``call_update``: the level's budget allowed it). Returns (texts, sources)."""
+    update call (``call_update``: the level's budget allowed it). Returns (texts, sources).
+
+    ``planned_instruction`` is what the plan asked the look to find, the update's shared
+    instruction under ``agents.overview.update_instruction: plan``."""
     ids = list(static)
     protected = protected_set(ids, links.evidence_ids)
     updates: dict[str, SuperMemoryUpdate] = {}
@@ -401,9 +437,8 @@ async def refine_supers(
             log=log,
             **question.prompt_variables(),
             previous_instruction="",
-            update_instruction=(
-                "Add the observed facts to the SuperEvents the sources concern; summarize "
-                "the others in one or two sentences."
+            update_instruction=super_update_instruction(
+                ctx.config.agents.overview.update_instruction, planned_instruction
             ),
             observation_sources=observation_sources(observations),
             update_requests=update_requests_json(requests),
@@ -434,6 +469,25 @@ async def refine_supers(
         ctx.memory, ids, protected, links.visual, links.lines, observation_refs(observations)
     )
     return refined, sources
+
+
+#: The Super update's shared instruction under ``agents.overview.update_instruction: fixed``.
+FIXED_SUPER_UPDATE_INSTRUCTION = (
+    "Add the observed facts to the SuperEvents the sources concern; summarize the others in "
+    "one or two sentences."
+)
+
+
+def super_update_instruction(source: Literal["fixed", "plan"], planned: str) -> str:
+    """The one update_instruction every request of the Super update shares.
+
+    ``plan``: the instruction the Overview agent's plan gave its look (self-contained and
+    free of the options, as its prompt requires), so the update tool weighs the sources
+    toward what the level set out to find; the paper's update reads the plan. ``fixed``, or
+    a plan without an instruction: the sentence stating the update's job."""
+    if source == "plan" and planned.strip():
+        return planned.strip()
+    return FIXED_SUPER_UPDATE_INSTRUCTION
 
 
 def _super_sources(

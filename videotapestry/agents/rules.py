@@ -185,6 +185,22 @@ def validate_decision(
     )
 
 
+# --------------------------------------------------------------------------- the Super level
+
+
+def transcript_follows_look(*, looked: bool, look_succeeded: bool, after_failed_look: bool) -> bool:
+    """Whether the Overview agent goes on to plan and read the transcript after its look.
+
+    The paper's ASR planner reads the visual observation and its transcript follows each
+    successful look, so after a failed one (``after_failed_look`` false) there is nothing to
+    plan from and the level goes on without speech. Ours listens anyway by default: a
+    transcript still links evidence when the frames could not be read. With no look at all
+    (the visual tool off: the w/o-visual ablation) the transcript is the level's only
+    observation and is always read.
+    """
+    return after_failed_look or not looked or look_succeeded
+
+
 # --------------------------------------------------------------------------- evidence linking
 
 

@@ -6,8 +6,9 @@ in one context (every SuperEvent, every MacroEvent, and the evidence of each Mac
 opened) and, step by step, chooses what to look at (frame grids over a long window, single
 frames, transcript windows), what to rewrite and which MacroEvents to open, until it
 finishes or its budget is spent. Its budgets are the three levels' combined ones: at most
-``agents.single_agent.max_steps`` controller calls (the planning and decision calls of the
-three agents) and 3 x ``agents.level_limits`` tool calls.
+``agents.single_agent.max_steps`` planning calls (the planning and decision calls of the
+three agents, the Overview's anchor call among them, so the anchor call, when made, leaves
+one controller step fewer) and 3 x ``agents.level_limits`` tool calls.
 
 The tools, the anchors and locator hints, the evidence selection (PACE-Mem when a MacroEvent
 is opened), the Super scaffold (evidence linking, the protected set, the compression of every
@@ -87,6 +88,14 @@ class _Controller:
         return f"{prefix}{sum(o.kind == kind for o in self.observations) + 1}"
 
 
+def controller_steps(max_steps: int, anchor_calls: int) -> int:
+    """Controller calls a question may make: ``max_steps`` counts every planning call the
+    three agents would make, and the Overview's anchor call is one of them, so the anchor
+    calls already made come off it (else the ablation would get one call more than the
+    agents it is compared with)."""
+    return max(0, max_steps - anchor_calls)
+
+
 def combined_limits(limits: LevelLimits) -> LevelLimits:
     return LevelLimits(
         max_observations=limits.max_observations * LEVELS_COVERED,
@@ -103,7 +112,6 @@ async def run_controller(
     limits = combined_limits(config.agents.level_limits)
     budget = LevelBudget(limits)
     log = LevelLog("controller")
-    max_steps = config.agents.single_agent.max_steps
     static = {s.id: labelled_text(s.label, s.description) for s in memory.super_events()}
     static |= {m.id: labelled_text(m.label, m.summary) for m in memory.macro_events()}
     state = _Controller(texts=dict(static), static=dict(static))
@@ -114,6 +122,7 @@ async def run_controller(
     if refines and not is_global_question(question.question, question.options):
         # The Overview agent's anchors and locator hints, from the same call and budget.
         located, anchors, anchor_source = await locator_hints(ctx, question, budget, log)
+    max_steps = controller_steps(config.agents.single_agent.max_steps, budget.locators)
     steps = 0
     finished = False
     while steps < max_steps and not finished:
@@ -175,11 +184,14 @@ async def _refine_super_scaffold(
     log: LevelLog,
     *,
     call_update: bool,
+    planned_instruction: str = "",
 ) -> None:
     """The Overview level's Super scaffold over the controller's Super-level observations.
 
     Linking, protection and compression are the full method's (``overview.refine_supers``);
-    with nothing linked the stored texts are kept, as there.
+    with nothing linked the stored texts are kept, as there. ``planned_instruction`` is the
+    controller's own wording of the update, its plan under
+    ``agents.overview.update_instruction: plan``.
     """
     supers = ctx.memory.super_events()
     ids = [s.id for s in supers]
@@ -201,6 +213,7 @@ async def _refine_super_scaffold(
         log,
         agent=SINGLE_AGENT_NAME,
         call_update=call_update,
+        planned_instruction=planned_instruction,
     )
     state.texts |= refined
 
@@ -280,7 +293,9 @@ async def _act(
     level: Level = step.level or _level_of(ctx, targets[0])
     if level == "super":
         # The whole Super scaffold is rewritten at once, as by the Overview agent's update.
-        await _refine_super_scaffold(ctx, question, state, log, call_update=True)
+        await _refine_super_scaffold(
+            ctx, question, state, log, call_update=True, planned_instruction=instruction
+        )
         state.trajectory.append("update (super): the Super scaffold was refined")
         return False
     rewritten = await rewrite_nodes(

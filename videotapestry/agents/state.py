@@ -8,7 +8,7 @@ serialized — the memory, the video reader, the model session — lives in ``Ru
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -130,7 +130,6 @@ DegradationKind = Literal[
     "call_fallback",  # a planning, update or decision call failed and took its fallback
     "update_rejected",  # some entries of an update reply were unusable; originals kept
     "answer_fallback",  # the Answer agent gave no usable letter: the letter is a guess
-    "citation_invalid",  # the answer cited ids that name no evidence (they were dropped)
     "follow_up_unresolved",  # "that" in a follow-up had no cited moment to point at
 ]
 
@@ -150,6 +149,36 @@ class Degradation(_Model):
 
     def render(self) -> str:
         return f"{self.level}: {self.what} ({self.kind}): {self.why}"
+
+
+WarningKind = Literal[
+    "citation_invalid",  # the answer cited ids that name no evidence (they were dropped)
+    "memory_vectors_replaced",  # search and PACE-Mem used recomputed vectors, not the memory's
+    "transcript_from_subtitles",  # asr.source is whisper; the memory's transcript is subtitles
+]
+
+
+class ResultWarning(_Model):
+    """Something about an answer a reader should know that is not a loss of the method.
+
+    A citation that names nothing says the answer's proof is weaker, not that the method
+    ran differently: the answer and how it was reached are unchanged, so it is reported
+    beside the answer (``ask`` prints it, reports count it) without making the run
+    degraded or changing an exit status.
+    """
+
+    kind: WarningKind
+    level: str  # answer
+    what: str
+    why: str
+
+    def render(self) -> str:
+        return f"{self.level}: {self.what} ({self.kind}): {self.why}"
+
+
+#: Degradations recorded before they were warnings: traces and records that list one of
+#: these under ``degraded`` move it to ``warnings`` when they are read.
+FORMER_DEGRADATIONS: frozenset[str] = frozenset(get_args(WarningKind))
 
 
 class LevelCalls(_Model):
@@ -259,6 +288,9 @@ class AnswerOutcome(_Model):
     citations: list[Citation] = Field(default_factory=list)
     #: Cited ids that name no evidence (dropped from ``citations``).
     invalid_citations: list[str] = Field(default_factory=list)
+    #: Whether the reply was asked to cite (``answer.citations``): no citations then means
+    #: none were asked for, not that the answer rests on nothing.
+    citations_asked: bool = True
 
 
 def merge_levels(left: list[LevelOutcome], right: list[LevelOutcome]) -> list[LevelOutcome]:

@@ -23,6 +23,7 @@ from videotapestry.errors import ConfigError, ModelCallError, TranscriptionError
 from videotapestry.images import ImagePart
 from videotapestry.video import (
     FrameJob,
+    FrameTimestamps,
     ProxyReader,
     RenderedFrames,
     TimeWindow,
@@ -99,7 +100,15 @@ async def observe_frames(
         windows=[(w.start_s, w.end_s) for w in windows],
     )
     budget = individual_frame_budget(config.images, settings)
-    job = frame_job(ctx, video, windows, budget, layout="frames", max_frames=settings.max_frames)
+    job = frame_job(
+        ctx,
+        video,
+        windows,
+        budget,
+        layout="frames",
+        max_frames=settings.max_frames,
+        label=config.agents.frame_timestamps,
+    )
     return await _look(ctx, record, job, agent=agent)
 
 
@@ -113,7 +122,7 @@ def frame_job(
     images: ImagesConfig | None = None,
     overview: OverviewSettings | None = None,
     max_frames: int = 0,
-    label: bool = True,
+    label: FrameTimestamps = "tab",
 ) -> FrameJob:
     """The job that samples ``count`` frames over ``windows`` of the question's video."""
     return FrameJob(

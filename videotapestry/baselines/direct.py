@@ -31,7 +31,7 @@ async def direct_frames(ctx: RunContext) -> list[ImagePart]:
     whole = [TimeWindow(0.0, video.info.duration_s)]
     job = frame_job(
         ctx, video, whole, budget, layout="frames", images=sent, max_frames=settings.max_frames,
-        label=False,
+        label="untouched",
     )  # fmt: skip
     images = (await render(ctx, job)).images
     ctx.images.extend(images)

@@ -197,8 +197,10 @@ def _show(number: int, result: Result, trace: Path, *, as_json: bool) -> None:
     if result.asked:
         print(f"    read as: {result.question}")
     print(f"    {answer_line(result)}")
-    for line in citation_lines(result.citations):
+    for line in citation_lines(result.citations, asked=result.citations_asked):
         print(f"    {line}")
+    for warning in result.warnings:
+        print(f"    warning: {warning.render()}")
     for degradation in result.degraded:
         print(f"    degraded: {degradation.render()}")
     print(f"    trace: {trace}", flush=True)

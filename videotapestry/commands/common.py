@@ -6,7 +6,8 @@ stands for a config key (``--prompts-dir``, ``--subtitles``, ``--executor``, ...
 one more override after the user's ``-o`` ones, so the flag wins over an ``-o`` of the same key.
 ``ask`` and ``reanswer`` print a result the same way and share its exit status: 0 answered,
 3 answered but the run lost part of the method (``Result.degraded``), unless
-``--allow-degraded``.
+``--allow-degraded``. A warning (``Result.warnings``: a cited id that named nothing) is
+printed and leaves the status as it is: the answer and the method are untouched.
 """
 
 from __future__ import annotations
@@ -178,8 +179,10 @@ def level_lines(levels: Sequence[LevelOutcome]) -> list[str]:
     return lines
 
 
-def citation_lines(citations: Sequence[Citation]) -> list[str]:
+def citation_lines(citations: Sequence[Citation], *, asked: bool = True) -> list[str]:
     """Each cited claim with the moments to look at: ``cites 05:31, 05:40-05:44: claim``."""
+    if not asked:
+        return ["cites: not asked for (answer.citations is off)"]
     if not citations:
         return ["cites: nothing (the answer gave no valid citation)"]
     lines = []
@@ -203,13 +206,14 @@ def answer_line(result: Result) -> str:
 
 
 def finish(result: Result, trace_path: Path, *, as_json: bool, allow_degraded: bool) -> int:
-    """Print one result (text or one JSON line), its degradations, and the exit status."""
+    """Print one result (text or one JSON line), its warnings and degradations, and the exit
+    status."""
     if as_json:
         print(json.dumps({**result.to_dict(), "trace_path": str(trace_path)}, ensure_ascii=False))
     else:
         print(answer_line(result))
         print(f"reasoning: {result.reasoning}")
-        for line in citation_lines(result.citations):
+        for line in citation_lines(result.citations, asked=result.citations_asked):
             print(line)
         for line in level_lines(result.levels):
             print(line)
@@ -226,6 +230,8 @@ def finish(result: Result, trace_path: Path, *, as_json: bool, allow_degraded: b
         )
         if result.observation_disabled:
             print(f"observation disabled: {result.observation_disabled}")
+    for warning in result.warnings:
+        print(f"warning: {warning.render()}", file=sys.stderr)
     if not result.degraded:
         return 0
     print(

@@ -74,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
 
     def show(outcome: DemoOutcome) -> None:
         if not args.json:
-            print(render_outcome(outcome, citation_lines(outcome.result.citations)), flush=True)
+            result = outcome.result
+            cited = citation_lines(result.citations, asked=result.citations_asked)
+            print(render_outcome(outcome, cited), flush=True)
 
     async def go():
         try:
@@ -141,8 +143,9 @@ def _as_json(report) -> dict:
                 "speech": [list(s) for s in o.evidence.speech],
                 "memory": o.evidence.memory,
                 "degraded": [d.render() for d in o.result.degraded],
+                "warnings": [w.render() for w in o.result.warnings],
                 "reasoning": o.result.reasoning,
-                "cited": citation_lines(o.result.citations),
+                "cited": citation_lines(o.result.citations, asked=o.result.citations_asked),
                 "citations": [c.model_dump(mode="json") for c in o.result.citations],
             }
             for o in report.outcomes

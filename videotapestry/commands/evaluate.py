@@ -6,6 +6,9 @@ for every question (the message is printed); 3 all answered, but some answer los
 the method (a fallback, lost ASR or frames; ``--allow-degraded`` turns 3 into 0). The status
 describes the run directory's records for the selected questions, so rerunning a finished
 run gives the same status without asking anything.
+
+``--rerun RUN`` is another thing: it repeats a finished run from its ``run.json`` into a new
+directory (``eval/rerun.py``), for someone checking that the run's numbers come back.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ from videotapestry.errors import ConfigError, VideoTapestryError
 from videotapestry.variants import VARIANTS
 
 if TYPE_CHECKING:
+    from videotapestry.config import Config
     from videotapestry.eval.questions import EvalQuestion
     from videotapestry.eval.records import ResultRecord
-    from videotapestry.eval.runner import RunOutcome
+    from videotapestry.eval.runner import RunnerOptions, RunOutcome
     from videotapestry.eval.session import EvalSpec
 
 EXIT_FAILED = 1
@@ -59,16 +63,29 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         "Rerunning the same command skips finished questions and asks again those that "
         "failed or were skipped (use --keep-failed to keep failures); a RUN made with "
         "another config or prompt set is refused unless --force. --limit, --ids and "
-        "--concurrency may change between reruns (a larger --limit extends the run).",
+        "--concurrency may change between reruns (a larger --limit extends the run). "
+        "--rerun RUN repeats a finished run from its run.json into a new directory: its "
+        "questions, its config and its recorded prompt texts.",
         epilog="exit status: 0 all answered, 1 some failed or skipped, 3 some answer "
         "degraded, 2 usage/config error or the run stopped early (the reason is printed)",
     )
-    parser.add_argument("--benchmark", required=True, choices=sorted(loaders()))
+    parser.add_argument(
+        "--benchmark", choices=sorted(loaders()), help="the benchmark (needed unless --rerun)"
+    )
     parser.add_argument(
         "--annotations",
-        required=True,
         metavar="PATH",
-        help="the benchmark's annotation file, or the directory holding its files",
+        help="the benchmark's annotation file, or the directory holding its files (needed "
+        "unless --rerun, where it says where the run's annotations are on this machine)",
+    )
+    parser.add_argument(
+        "--rerun",
+        metavar="RUN",
+        help="repeat the run RUN from its run.json into a new directory (--output, default "
+        "RUN-rerun-<time>): the same questions, config and prompt texts (written to "
+        "NEW/prompts/); a recorded prompt that differs from today's shipped one is named on "
+        "stderr. --annotations, --videos, --memories and --subtitles relocate its files; -o "
+        "may change only settings that do not decide answers (base_url, timeouts, the cache)",
     )
     parser.add_argument(
         "--list",
@@ -80,7 +97,6 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
     parser.add_argument(
         "--mode",
         choices=MODES,
-        default="mc",
         help="mc (default): the questions with their options, scored by letter; open: asked "
         "in words without options, each answer scored against the reference answer by the "
         "judge role (CG-Bench's open-ended mode; for jsonl, a row's reference_answer or its "
@@ -111,7 +127,9 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         help="answer from the memories alone (no frame or speech observation; --videos is "
         "then not needed). Part of the run's identity",
     )
-    parser.add_argument("--out", metavar="RUN", help="the run directory (new, or one to resume)")
+    parser.add_argument(
+        "--out", "--output", metavar="RUN", help="the run directory (new, or one to resume)"
+    )
     parser.add_argument(
         "--variant", action="append", default=[], metavar="V,...", help=VARIANT_HELP
     )
@@ -168,6 +186,10 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
 def run(args: argparse.Namespace) -> int:
     from videotapestry.eval.session import check_spec, select_questions
 
+    if args.rerun:
+        return _rerun(args)
+    if not (args.benchmark and args.annotations):
+        raise ConfigError("eval needs --benchmark and --annotations (or --rerun RUN)")
     spec = _spec(args)
     questions = select_questions(spec)
     if args.list:
@@ -189,34 +211,108 @@ def run(args: argparse.Namespace) -> int:
 
 def _spec(args: argparse.Namespace) -> EvalSpec:
     """The run the options describe (paths as given; ``--list`` needs only the first two)."""
-    from videotapestry.eval.runner import RunnerOptions
     from videotapestry.eval.session import EvalSpec
-
-    def path(value: str | None) -> Path | None:
-        return Path(value).expanduser() if value else None
 
     return EvalSpec(
         benchmark=args.benchmark,
         annotations=Path(args.annotations).expanduser(),
-        memories=path(args.memories) or Path(),
-        out=path(args.out) or Path(),
-        options=RunnerOptions(
-            variants=tuple(v for value in args.variant for v in value.split(",")),
-            concurrency=args.concurrency,
-            build_missing=args.build_missing,
-            retry_failed=not args.keep_failed,
-            stop_after_same_failures=args.stop_after,
-            freeze_loaded_objects=True,
-        ),
-        videos=None if args.no_video else path(args.videos),
-        subtitles=path(args.subtitles),
-        mode=args.mode,
+        memories=_path(args.memories) or Path(),
+        out=_path(args.out) or Path(),
+        options=_options(args),
+        videos=None if args.no_video else _path(args.videos),
+        subtitles=_path(args.subtitles),
+        mode=args.mode or "mc",
         duration=args.duration,
         ids=frozenset(_ids(args.ids)),
         limit=args.limit,
         force=args.force,
-        command=("videotapestry", *getattr(args, "argv", sys.argv[1:])),
+        command=_command(args),
     )
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value).expanduser() if value else None
+
+
+def _command(args: argparse.Namespace) -> tuple[str, ...]:
+    return ("videotapestry", *getattr(args, "argv", sys.argv[1:]))
+
+
+def _options(args: argparse.Namespace) -> RunnerOptions:
+    """How questions are answered: the same flags for a new run and a rerun."""
+    from videotapestry.eval.runner import RunnerOptions
+
+    return RunnerOptions(
+        variants=tuple(v for value in args.variant for v in value.split(",")),
+        concurrency=args.concurrency,
+        build_missing=args.build_missing,
+        retry_failed=not args.keep_failed,
+        stop_after_same_failures=args.stop_after,
+        freeze_loaded_objects=True,
+    )
+
+
+#: Flags that choose what a run asks and with which method: a rerun takes them from the
+#: run's run.json, so giving one with --rerun is refused rather than ignored.
+RERUN_FIXED = {
+    "benchmark": "--benchmark",
+    "duration": "--duration",
+    "mode": "--mode",
+    "limit": "--limit",
+    "ids": "--ids",
+    "variant": "--variant",
+    "no_video": "--no-video",
+    "config": "--config",
+    "profile": "--profile",
+    "prompts_dir": "--prompts-dir",
+    "force": "--force",
+}
+
+
+def _rerun(args: argparse.Namespace) -> int:
+    """``eval --rerun RUN``: the run repeated into a new directory (``eval/rerun.py``)."""
+    from videotapestry.eval import rerun as reruns
+    from videotapestry.eval.run_reader import read_run_info
+    from videotapestry.eval.session import check_spec, select_questions
+
+    given = [flag for dest, flag in RERUN_FIXED.items() if getattr(args, dest, None)]
+    if given:
+        raise ConfigError(
+            f"--rerun takes the questions and the method from the run's run.json; drop "
+            f"{', '.join(given)}"
+        )
+    source = Path(args.rerun).expanduser()
+    relocation = reruns.Relocation(
+        annotations=_path(args.annotations),
+        videos=_path(args.videos),
+        memories=_path(args.memories),
+        subtitles=_path(args.subtitles),
+    )
+    if args.list:
+        info = reruns.recorded_run(source)
+        spec = reruns.rerun_spec(info, source, Path(), _options(args), relocation)
+        for question in select_questions(spec):
+            print(question.to_json_line())
+        return 0
+    plan = reruns.prepare(source, _path(args.out), [*args.override, *executor_overrides(args)])
+    for note in plan.notes:
+        print(f"videotapestry: rerun: {note}", file=sys.stderr)
+    spec = reruns.rerun_spec(
+        plan.info, source, plan.out, _options(args), relocation, command=_command(args)
+    )
+    questions = select_questions(spec)
+    check_spec(spec)
+    try:
+        status = asyncio.run(_evaluate(args, spec, questions, config=plan.config))
+    except KeyboardInterrupt:
+        return interrupted(
+            f"every finished question is saved; run `videotapestry eval --rerun {source} "
+            f"--output {plan.out}` again to resume"
+        )
+    for line in reruns.repeat_differences(plan.info, read_run_info(plan.out)):
+        print(f"videotapestry: rerun: {line}", file=sys.stderr)
+    print(f"compare with the run repeated: videotapestry compare {source} {plan.out}")
+    return status
 
 
 def _ids(values: Sequence[str]) -> set[str]:
@@ -234,12 +330,24 @@ def _ids(values: Sequence[str]) -> set[str]:
     return ids
 
 
-async def _evaluate(args: argparse.Namespace, spec: EvalSpec, questions: list[EvalQuestion]) -> int:
+async def _evaluate(
+    args: argparse.Namespace,
+    spec: EvalSpec,
+    questions: list[EvalQuestion],
+    *,
+    config: Config | None = None,
+) -> int:
+    """Answer ``questions`` with the options' config, or with ``config`` (a rerun's)."""
     from videotapestry.eval.session import run_evaluation, with_variants
     from videotapestry.executors import make_executor
 
-    subtitles = ["asr.source=subtitles"] if args.subtitles else []
-    vt = facade(args, *subtitles, *executor_overrides(args))
+    if config is not None:
+        from videotapestry.api import VideoTapestry
+
+        vt = VideoTapestry(config)
+    else:
+        subtitles = ["asr.source=subtitles"] if args.subtitles else []
+        vt = facade(args, *subtitles, *executor_overrides(args))
     spec = with_variants(spec, vt.config.variant)
     limit = vt.config.models.max_concurrency_per_endpoint
     if args.concurrency > limit:
@@ -265,7 +373,7 @@ async def _evaluate(args: argparse.Namespace, spec: EvalSpec, questions: list[Ev
         bar.close()
         await vt.aclose()
         vt.service.close()
-    _write_outputs(run_dir, args.benchmark, outcome)
+    _write_outputs(run_dir, spec.benchmark, outcome)
     return _summary(outcome, run_dir, allow_degraded=args.allow_degraded)
 
 
@@ -326,6 +434,7 @@ def _summary(outcome: RunOutcome, run_dir: Path, *, allow_degraded: bool) -> int
             "skipped": figures.skipped,
             "fallback": figures.fallback,
             "degraded": figures.degraded,
+            "warned": figures.warned,
         }
         detail = ", ".join(f"{k} {v}" for k, v in counts.items())
         if figures.grounding_hit_rate is not None and figures.grounding_miou is not None:

@@ -2,7 +2,10 @@
 video, converted to the native format.
 
 A root imports every video it holds, one line each; a video that fails is reported and the
-others are still imported, with exit status 2 if any failed.
+others are still imported, with exit status 2 if any failed. A memory whose stored node
+vectors are not the configured model's gets a ``note:`` line under its own: they were
+replaced (``--embed``) or questions will replace them, which changes what search and
+PACE-Mem pick (``embedding.stored_vectors``).
 """
 
 from __future__ import annotations
@@ -52,7 +55,8 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         "--embed",
         action="store_true",
         help="make the node embeddings the configured model's (reusing stored or imported "
-        "vectors of that model, computing the rest)",
+        "vectors of that model unless embedding.stored_vectors=recompute, computing the "
+        "rest); vectors of another model are replaced, and the report says so",
     )
     add_config(parser)
     parser.set_defaults(handler=run)
@@ -85,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
                 embedding_model=args.embedding_model,
                 preferred_model=config.embedding.model,
                 embedder=embedder,
+                stored_vectors=config.embedding.stored_vectors,
             )
         except (VideoTapestryError, OSError, ValueError) as exc:
             if single:
@@ -99,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
         if manifest.embedding_model:
             embedded = f"; embeddings: {manifest.embedding_model} ({outcome.embeddings_from})"
         print(f"imported {source} -> {target}: {counts}{embedded}")
+        if outcome.vectors_note:
+            print(f"  note: {outcome.vectors_note}")
     if failed:
         print(
             f"videotapestry: error: {len(failed)} of {len(jobs)} videos failed to import: "

@@ -81,6 +81,8 @@ def _inspect_trace(args: argparse.Namespace) -> int:
     print(f"answer: {trace.answer}  {chosen}  ({trace.answer_source}, variant {trace.variant})")
     for line in level_lines(trace.levels):
         print(line)
+    for warning in trace.warnings:
+        print(f"  warning: {warning.render()}")
     for degradation in trace.degraded:
         print(f"  degraded: {degradation.render()}")
     usage = trace.usage.to_dict()

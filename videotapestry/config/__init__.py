@@ -8,6 +8,7 @@ package's public face, and the modules behind them may be rearranged.
 
 from videotapestry.config.agents import (
     AgentsConfig,
+    AnswerConfig,
     FocusSettings,
     LevelLimits,
     LevelSettings,
@@ -67,6 +68,7 @@ __all__ = [
     "MODEL_ROLES",
     "RENAMED_KEYS",
     "AgentsConfig",
+    "AnswerConfig",
     "AsrConfig",
     "BuilderClipSettings",
     "BuilderConfig",

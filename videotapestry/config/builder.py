@@ -61,6 +61,13 @@ class BuilderPerceptionSettings(StrictModel):
     )
     grid_columns: int = Field(3, ge=1)
     grid_rows: int = Field(2, ge=1)
+    transcript: bool = Field(
+        True,
+        description="send each clip's transcript with its frames, so captions and events "
+        "carry what is said; false keeps speech out of the memory's nodes (the paper's "
+        "memories give speech only through the ASR tool; the transcript is still stored "
+        "for it)",
+    )
     max_transcript_chars: int = Field(
         4000, ge=0, description="transcript text of one clip sent with it (longer is cut)"
     )

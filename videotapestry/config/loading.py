@@ -1,10 +1,11 @@
 """Building a ``Config`` from its layers: YAML files, a model profile and dotted overrides.
 
 A run is described by one ``Config`` built from layers, later layers winning:
-``configs/default.yaml`` (the paper's settings) → a model profile (``configs/profiles/``)
-→ the user's YAML file → ``-o key=value`` overrides. Every section refuses unknown keys, so a
-typo is an error that names the key instead of a silently ignored setting. Secrets never
-live here: a model setting names the environment variable that holds its API key.
+``configs/default.yaml`` (the mission's setting; ``configs/paper.yaml`` is the paper's) → a
+model profile (``configs/profiles/``) → the user's YAML file (or a shipped one by name) →
+``-o key=value`` overrides. Every section refuses unknown keys, so a typo is an error that
+names the key instead of a silently ignored setting. Secrets never live here: a model
+setting names the environment variable that holds its API key.
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ from pydantic import Field, model_validator
 
 from videotapestry.config.base import StrictModel
 
+#: What happens to a memory's stored node vectors (``embedding.stored_vectors``): reused when
+#: they are the configured model's (same node texts and length), else recomputed with it; or
+#: always recomputed.
+StoredVectors = Literal["use_when_same_model", "recompute"]
+
 
 class EmbeddingConfig(StrictModel):
     """The text embedding model behind node embeddings (search, PACE-Mem) and the builder's
@@ -23,6 +28,13 @@ class EmbeddingConfig(StrictModel):
     device: str = "cpu"
     query_prompt_name: str | None = Field(
         None, description="prompt name for queries (Qwen3-Embedding uses 'query')"
+    )
+    stored_vectors: StoredVectors = Field(
+        "use_when_same_model",
+        description="a memory's stored node vectors (a MemDreamer memory's are "
+        "Qwen3-Embedding-8B's): use_when_same_model uses them when they are this model's and "
+        "recomputes them with it otherwise; recompute always embeds the node texts again. "
+        "Replaced vectors are named on the import report and on every result",
     )
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 import yaml
 from pydantic import AfterValidator, Field
 
-from videotapestry.config.agents import AgentsConfig
+from videotapestry.config.agents import AgentsConfig, AnswerConfig
 from videotapestry.config.asr import AsrConfig
 from videotapestry.config.base import StrictModel
 from videotapestry.config.builder import BuilderConfig
@@ -53,6 +53,7 @@ class Config(StrictModel):
     cache: CacheConfig = CacheConfig()
     images: ImagesConfig = ImagesConfig()
     agents: AgentsConfig = AgentsConfig()
+    answer: AnswerConfig = AnswerConfig()
     asr: AsrConfig = AsrConfig()
     video: VideoConfig = VideoConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()

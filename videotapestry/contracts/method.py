@@ -214,6 +214,19 @@ class FinalAnswer(RoleOutput):
     citations: Annotated[list[CitedClaim], BeforeValidator(_claims)] = Field(default_factory=list)
 
 
+#: The final answer without citations (``answer.citations: false``): the paper's two keys, so
+#: the schema a ``json_schema`` endpoint is sent asks for nothing the prompt does not. (No
+#: docstring: it would be sent as the schema's description on every call.)
+class UncitedAnswer(RoleOutput):
+    reasoning: Text = ""
+    answer: Text
+
+
+def answer_model(citations: bool) -> type[FinalAnswer] | type[UncitedAnswer]:
+    """The reply model of the Answer agent and the Direct baseline under ``answer.citations``."""
+    return FinalAnswer if citations else UncitedAnswer
+
+
 #: Prompt name → the model its reply must validate against.
 OUTPUT_SCHEMAS: dict[str, type[RoleOutput]] = {
     "locator_anchors": AnchorPlan,

@@ -233,6 +233,7 @@ def render_outcome(outcome: DemoOutcome, cited: Sequence[str] = ()) -> str:
         lines.append("  evidence: nothing observed or stored names this option")
     if result.reasoning:
         lines.append(f"  because: {_shorten(result.reasoning, 200)}")
+    lines.extend(f"  warning: {w.render()}" for w in result.warnings)
     lines.extend(f"  degraded: {d.render()}" for d in result.degraded)
     return "\n".join(lines)
 

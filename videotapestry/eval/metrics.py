@@ -12,7 +12,9 @@ Scoring rules, chosen so a headline number cannot flatter a run:
 - A guessed letter (``fallback``) is scored as given, like any benchmark would score it;
   ``accuracy_no_fallback`` counts guesses as wrong instead, and ``accuracy_clean`` is over
   the subset answered with the method intact (no guess, no degradation). That subset is
-  self-selected, so it is shown next to the headline, never instead of it.
+  self-selected, so it is shown next to the headline, never instead of it. A warning (a
+  made-up citation) is no loss of the method: a warned answer can be clean, and is counted
+  apart (``warned``).
 - Correctness is recomputed from ``prediction`` and ``gold`` rather than trusted from the
   record, so an edited or older record cannot disagree with its own letters.
 - Grounding (``grounding``) is reported beside accuracy for the questions with evidence
@@ -60,7 +62,10 @@ class Counts:
     degraded: int = 0
     #: Answered, no guess and no degradation.
     clean: int = 0
+    #: Answered with a warning (whatever else): a cited id that named nothing.
+    warned: int = 0
     degradation_kinds: dict[str, int] = field(default_factory=dict)
+    warning_kinds: dict[str, int] = field(default_factory=dict)
     error_types: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -74,7 +79,9 @@ class Counts:
             "fallback": self.fallback,
             "degraded": self.degraded,
             "clean": self.clean,
+            "warned": self.warned,
             "degradation_kinds": dict(self.degradation_kinds),
+            "warning_kinds": dict(self.warning_kinds),
             "error_types": dict(self.error_types),
         }
 
@@ -211,6 +218,7 @@ def counts(records: Iterable[ResultRecord]) -> Counts:
     records = list(records)
     answered = [r for r in records if r.status == "answered"]
     kinds = Counter(kind for r in answered for kind in dict.fromkeys(r.degraded))
+    warnings = Counter(kind for r in answered for kind in dict.fromkeys(r.warnings))
     errors = Counter(r.error_type or "unknown" for r in records if r.status == "failed")
     return Counts(
         questions=len(records),
@@ -222,7 +230,9 @@ def counts(records: Iterable[ResultRecord]) -> Counts:
         fallback=sum(1 for r in answered if is_guess(r)),
         degraded=sum(1 for r in answered if not is_guess(r) and is_degraded(r)),
         clean=sum(1 for r in answered if not is_guess(r) and not r.degraded),
+        warned=sum(1 for r in answered if r.warnings),
         degradation_kinds=dict(sorted(kinds.items())),
+        warning_kinds=dict(sorted(warnings.items())),
         error_types=dict(sorted(errors.items())),
     )
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from videotapestry.agents.state import FORMER_DEGRADATIONS
 from videotapestry.eval.questions import EvalQuestion
 
 Status = Literal["answered", "failed", "skipped"]
@@ -69,11 +70,12 @@ class ResultRecord(BaseModel):
     (an error; ``error`` says which) or ``skipped`` (never run because the run stopped).
     Only answered and failed records count as finished: a rerun asks skipped ones again.
     ``fallback`` is True when the letter is a guess (the Answer agent gave none usable);
-    ``degraded`` lists the kinds of every degradation (SPEC §7a). A free-form question has
-    no letters (``prediction`` and ``gold`` are None): ``answer_text`` is the answer and
-    ``judgement`` the judge's verdict against ``reference_answer``. ``cited_spans`` are the
-    union of the spans the answer's citations cite (empty: it cited nothing), scored
-    against the benchmark's ``evidence_spans`` where it gives some.
+    ``degraded`` lists the kinds of every degradation (SPEC §7a), ``warnings`` the kinds of
+    what is worth knowing but lost nothing of the method (a made-up citation). A free-form
+    question has no letters (``prediction`` and ``gold`` are None): ``answer_text`` is the
+    answer and ``judgement`` the judge's verdict against ``reference_answer``.
+    ``cited_spans`` are the union of the spans the answer's citations cite (empty: it cited
+    nothing), scored against the benchmark's ``evidence_spans`` where it gives some.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -90,6 +92,7 @@ class ResultRecord(BaseModel):
     answer_source: str | None = None
     fallback: bool = False
     degraded: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
     error: str | None = None
     error_type: str | None = None
     usage: RecordUsage = Field(default_factory=RecordUsage)
@@ -108,6 +111,25 @@ class ResultRecord(BaseModel):
     cited_spans: list[tuple[float, float]] = Field(default_factory=list)
     #: Where the benchmark says the evidence is (seconds), copied from the question.
     evidence_spans: list[tuple[float, float]] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _former_degradations_as_warnings(cls, data: Any) -> Any:
+        """A record written while a made-up citation was a degradation lists it under
+        ``degraded``; it is read as the warning it now is (so an older run's clean answers
+        are counted clean, as a rerun would count them)."""
+        if not isinstance(data, dict) or not isinstance(data.get("degraded"), list):
+            return data
+        warnings = data.get("warnings", [])
+        former = [isinstance(k, str) and k in FORMER_DEGRADATIONS for k in data["degraded"]]
+        if not any(former) or not isinstance(warnings, list):
+            return data
+        pairs = list(zip(data["degraded"], former, strict=True))
+        return {
+            **data,
+            "degraded": [kind for kind, was in pairs if not was],
+            "warnings": [*warnings, *(k for k, was in pairs if was and k not in warnings)],
+        }
 
     @property
     def finished(self) -> bool:

@@ -164,6 +164,8 @@ def render_markdown(report: Report) -> str:
         "",
         "Guessed: the Answer agent gave no usable letter and the letter is a fallback guess. "
         "Degraded: the model's own letter, but part of the method was lost (SPEC §7a). "
+        "Warned: answers with a warning, a cited id that named nothing (dropped); no part of "
+        "the method was lost, so a warned answer may also be clean. "
         "Acc. answered: failed questions left out. Acc. guesses wrong: a guessed letter counts "
         "as wrong. Acc. clean: only the questions answered with nothing lost, a self-selected "
         "subset.",
@@ -272,6 +274,7 @@ def _outcome_table(variants: dict[str, VariantMetrics]) -> list[str]:
         "Guessed",
         "Degraded",
         "Clean",
+        "Warned",
         "Acc.",
         "Acc. answered",
         "Acc. guesses wrong",
@@ -284,7 +287,7 @@ def _outcome_table(variants: dict[str, VariantMetrics]) -> list[str]:
             [
                 name,
                 *(str(v) for v in (c.questions, c.answered, c.failed, c.skipped, c.unscored)),
-                *(str(v) for v in (c.fallback, c.degraded, c.clean)),
+                *(str(v) for v in (c.fallback, c.degraded, c.clean, c.warned)),
                 _fraction(m.accuracy),
                 _fraction(m.accuracy_answered),
                 _fraction(m.accuracy_no_fallback),
@@ -300,6 +303,9 @@ def _breakdown_lines(variants: dict[str, VariantMetrics]) -> list[str]:
         if m.counts.degradation_kinds:
             kinds = ", ".join(f"{k} {v}" for k, v in m.counts.degradation_kinds.items())
             lines.append(f"- {name}: degradations (answered questions) by kind: {kinds}")
+        if m.counts.warning_kinds:
+            kinds = ", ".join(f"{k} {v}" for k, v in m.counts.warning_kinds.items())
+            lines.append(f"- {name}: warnings (answered questions) by kind: {kinds}")
         if m.counts.error_types:
             errors = ", ".join(f"{k} {v}" for k, v in m.counts.error_types.items())
             lines.append(f"- {name}: failures by error: {errors}")
@@ -450,9 +456,11 @@ def _int(value: float | None) -> str:
 
 
 def _run_summary(info: RunInfo) -> dict[str, Any]:
-    """run.json without the full configuration (report.json should stay readable)."""
+    """run.json without the full configuration and the prompt texts (report.json should stay
+    readable; ``prompt_hashes`` still name the prompts)."""
     data = info.model_dump(mode="json")
     data.pop("config", None)
+    data.pop("prompts", None)
     return data
 
 

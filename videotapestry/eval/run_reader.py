@@ -35,8 +35,59 @@ class RunDirectoryError(VideoTapestryError):
     """A run directory that cannot be read: missing, without results, or a bad ``run.json``."""
 
 
+class PromptRecord(BaseModel):
+    """A template as a run rendered it, kept whole: a hash names a text but cannot bring it
+    back, and ``eval --rerun`` asks with the text the run used, not today's file."""
+
+    hash: str = Field(description="prompts.short_hash of the text")
+    text: str = Field(description="the template file's text")
+    overridden: bool = Field(False, description="the text came from prompts.override_dir")
+
+
+class VideoPrints(BaseModel):
+    """Which video and memory a run's questions of one video were answered from."""
+
+    video: str | None = Field(
+        None,
+        description="the video file's fingerprint (size and sampled content); null "
+        "when the file was absent or the run had no video",
+    )
+    memory: str | None = Field(
+        None, description="a hash of every file of the memory directory; null when absent"
+    )
+    memory_video: str | None = Field(
+        None, description="the video fingerprint the memory's manifest records"
+    )
+
+
+class RunInputs(BaseModel):
+    """Where the run found its files (absolute paths), the defaults of ``eval --rerun``."""
+
+    videos: str | None = None
+    memories: str = ""
+    subtitles: str | None = None
+
+
+class RunSelection(BaseModel):
+    """Which of the benchmark's questions the run asked, so a rerun asks the same ones."""
+
+    duration: str | None = Field(None, description="--duration as given")
+    ids: list[str] = Field(default_factory=list, description="--ids as given, sorted")
+    limit: int | None = Field(None, description="--limit as given")
+    question_ids: list[str] = Field(
+        default_factory=list,
+        description="every question id the run was asked, in the order first asked (a "
+        "resumed run with a larger --limit adds its new ones)",
+    )
+
+
 class RunInfo(BaseModel):
-    """``RUN/run.json``: what produced the run, so reruns and comparisons can check it."""
+    """``RUN/run.json``: what produced the run, so reruns and comparisons can check it.
+
+    Every field has a default, so a ``run.json`` written before a field existed still reads
+    (its reports and comparisons work; ``eval --rerun`` needs ``prompts`` and
+    ``selection``, and says so when they are missing).
+    """
 
     model_config = ConfigDict(extra="allow")
 
@@ -53,6 +104,35 @@ class RunInfo(BaseModel):
     models: dict[str, str] = Field(default_factory=dict)
     created: str = ""
     command: list[str] = Field(default_factory=list)
+    prompts: dict[str, PromptRecord] = Field(
+        default_factory=dict,
+        description="every template the run could render (role prompts and _ partials), "
+        "with its hash and full text",
+    )
+    served_models: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="model role -> the model ids the server reported in its replies "
+        "(a dated snapshot where the config names an alias)",
+    )
+    packages: dict[str, str] = Field(
+        default_factory=dict,
+        description="python and the installed versions of the packages that decide answers "
+        '("not installed" when absent)',
+    )
+    fingerprints: dict[str, VideoPrints] = Field(
+        default_factory=dict,
+        description="video file name (as the benchmark names it) -> its video and memory "
+        "fingerprints, taken when the run ends",
+    )
+    inputs: RunInputs | None = Field(
+        None, description="where the run found its videos, memories and subtitles"
+    )
+    selection: RunSelection | None = Field(
+        None, description="which of the benchmark's questions the run asked"
+    )
+    rerun_of: str | None = Field(
+        None, description="the run directory this run repeats (eval --rerun)"
+    )
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,11 @@ with a hash; a rerun compares and names what differs instead of silently mixing 
 methods in one table. Settings that only change how a run goes (timeouts, retries, calls in
 flight, the response cache) are left out of the identity, so a rerun may raise a timeout.
 
+``run.json`` also keeps what another lab needs to repeat the run (``eval --rerun``) and to
+trust the repeat: every prompt's full text beside its hash, which questions and files were
+used, the package versions, and, once the run ends, the model ids the server reported and
+each video's and memory's fingerprint (``provenance.py``).
+
 Records are appended with one ``write`` per line, then ``fsync``, under a lock: a kill can
 only cut the last line, which the reader (``results.py``) skips and ``mend_torn_tail``
 removes before the next append. The reading side lives in ``results.py``. An opened
@@ -21,13 +26,14 @@ import json
 import os
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
 from videotapestry.config import MODEL_ROLES, Config
 from videotapestry.errors import VideoTapestryError
+from videotapestry.eval.provenance import merge_models, package_versions
 from videotapestry.eval.records import ResultRecord
 from videotapestry.eval.run_lock import LOCK_FILE, RunLock
 from videotapestry.eval.run_reader import (
@@ -35,13 +41,21 @@ from videotapestry.eval.run_reader import (
     RUN_FILE,
     RUN_FORMAT,
     TRACES_DIR,
+    PromptRecord,
     RunDirectoryError,
     RunInfo,
+    RunInputs,
+    RunSelection,
+    VideoPrints,
     mend_torn_tail,
     read_run_info,
 )
 from videotapestry.files import disk_full_named, write_json_atomic
 from videotapestry.prompts import TEMPLATE_SUFFIX, PromptRegistry, short_hash
+
+#: Where ``eval --rerun`` writes the recorded prompt texts inside the new run directory (the
+#: run's ``prompts.override_dir``), so the repeat renders exactly what the run rendered.
+PROMPTS_DIR = "prompts"
 
 #: Dotted config keys (fnmatch patterns, after ``identity_items`` flattens the config) that
 #: change how a run goes but never what it answers. ``variant`` is per-variant (the run's
@@ -113,17 +127,23 @@ def config_hash(config_json: Mapping[str, Any]) -> str:
     return short_hash(json.dumps(identity_items(config_json), sort_keys=True, default=str))
 
 
-def prompt_hashes(registry: PromptRegistry) -> dict[str, str]:
-    """Every template a run can render, by name: role prompts and the ``_`` partials they
-    include (an override of a partial changes the prompts that include it)."""
-    hashes = {name: short_hash(registry.source(name)) for name in registry.names()}
+def prompt_records(registry: PromptRegistry) -> dict[str, PromptRecord]:
+    """Every template a run can render, by name, with its text: role prompts and the ``_``
+    partials they include (an override of a partial changes the prompts that include it)."""
+    records = {}
+    for name in registry.names():
+        text = registry.source(name)
+        overridden = registry.resolve(name).overridden
+        records[name] = PromptRecord(hash=short_hash(text), text=text, overridden=overridden)
     partials: dict[str, Path] = {}
     for directory in (registry.base_dir, registry.override_dir):  # the override wins
         if directory is not None:
             partials.update({p.stem: p for p in directory.glob(f"_*{TEMPLATE_SUFFIX}")})
     for name, path in sorted(partials.items()):
-        hashes[name] = short_hash(path.read_text(encoding="utf-8"))
-    return dict(sorted(hashes.items()))
+        text = path.read_text(encoding="utf-8")
+        overridden = registry.override_dir is not None and path.parent == registry.override_dir
+        records[name] = PromptRecord(hash=short_hash(text), text=text, overridden=overridden)
+    return dict(sorted(records.items()))
 
 
 def models_by_role(config: Config) -> dict[str, str]:
@@ -140,11 +160,17 @@ def new_run_info(
     command: Sequence[str] = (),
     no_video: bool = False,
     mode: str = "mc",
+    selection: RunSelection | None = None,
+    inputs: RunInputs | None = None,
+    rerun_of: str | None = None,
 ) -> RunInfo:
     """The header of a run; ``no_video`` (answers from the memories alone, no observation)
     and ``mode`` (the benchmark's questions asked with their options, ``mc``, or in words,
-    ``open``: the same ids, other questions) are part of its identity like the config."""
+    ``open``: the same ids, other questions) are part of its identity like the config.
+    ``selection`` and ``inputs`` (which questions, which files) are what ``eval --rerun``
+    repeats; the prompt texts and package versions are taken here."""
     config_json = config.model_dump(mode="json")
+    records = prompt_records(prompts)
     return RunInfo(
         format=RUN_FORMAT,
         benchmark=benchmark,
@@ -152,10 +178,15 @@ def new_run_info(
         variants=list(variants),
         config=config_json,
         config_hash=config_hash(config_json),
-        prompt_hashes=prompt_hashes(prompts),
+        prompt_hashes={name: record.hash for name, record in records.items()},
         models=models_by_role(config),
         created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         command=list(command),
+        prompts=records,
+        packages=package_versions(),
+        inputs=inputs,
+        selection=selection,
+        rerun_of=rerun_of,
         no_video=no_video,
         mode=mode,
     )
@@ -172,28 +203,37 @@ def identity_differences(stored: RunInfo, current: RunInfo) -> list[str]:
     was_mode, now_mode = _mode(stored), _mode(current)
     if was_mode != now_mode:
         lines.append(f"mode: {was_mode!r} in the run, {now_mode!r} now")
-    if config_hash(stored.config) != config_hash(current.config):
-        before, after = identity_items(stored.config), identity_items(current.config)
-        changed: dict[tuple[str, str, str], list[str]] = {}
-        for key in sorted(set(before) | set(after)):
-            was, now = before.get(key, "<unset>"), after.get(key, "<unset>")
-            if was != now:
-                # One line for a model setting every role inherits from models.default.
-                section, _, rest = key.partition(".")
-                role, _, setting = rest.partition(".")
-                group = f"models.*.{setting}" if section == "models" and setting else key
-                changed.setdefault((group, repr(was), repr(now)), []).append(role)
-        for (group, was, now), roles in changed.items():
-            if group.startswith("models.*.") and len(roles) < len(MODEL_ROLES):
-                for role in roles:
-                    lines.append(f"config {group.replace('*', role)}: {was} in the run, {now} now")
-            else:
-                lines.append(f"config {group}: {was} in the run, {now} now")
+    lines += config_differences(stored.config, current.config)
     for name in sorted(set(stored.prompt_hashes) | set(current.prompt_hashes)):
         was = stored.prompt_hashes.get(name)
         now = current.prompt_hashes.get(name)
         if was != now:
             lines.append(f"prompt {name}: {was or 'absent'} in the run, {now or 'absent'} now")
+    return lines
+
+
+def config_differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """The settings that decide answers and differ between two configs (as JSON), one
+    line each, ``config KEY: <stored> in the run, <current> now``."""
+    if config_hash(stored) == config_hash(current):
+        return []
+    before, after = identity_items(stored), identity_items(current)
+    changed: dict[tuple[str, str, str], list[str]] = {}
+    for key in sorted(set(before) | set(after)):
+        was, now = before.get(key, "<unset>"), after.get(key, "<unset>")
+        if was != now:
+            # One line for a model setting every role inherits from models.default.
+            section, _, rest = key.partition(".")
+            role, _, setting = rest.partition(".")
+            group = f"models.*.{setting}" if section == "models" and setting else key
+            changed.setdefault((group, repr(was), repr(now)), []).append(role)
+    lines = []
+    for (group, was, now), roles in changed.items():
+        if group.startswith("models.*.") and len(roles) < len(MODEL_ROLES):
+            for role in roles:
+                lines.append(f"config {group.replace('*', role)}: {was} in the run, {now} now")
+        else:
+            lines.append(f"config {group}: {was} in the run, {now} now")
     return lines
 
 
@@ -220,7 +260,7 @@ def trace_name(question_id: str) -> str:
 
 def _refuse_foreign(path: Path) -> None:
     """Refuse a directory without ``run.json`` that holds anything a run did not write."""
-    if any(p.name not in (TRACES_DIR, LOCK_FILE) for p in path.iterdir()):
+    if any(p.name not in (TRACES_DIR, LOCK_FILE, PROMPTS_DIR) for p in path.iterdir()):
         if (path / RESULTS_FILE).exists():
             raise RunDirectoryError(
                 f"{path} has {RESULTS_FILE} but no {RUN_FILE}; it cannot be checked, so "
@@ -229,6 +269,16 @@ def _refuse_foreign(path: Path) -> None:
         raise RunDirectoryError(
             f"--out {path} is not empty and is not a run directory; choose a new or empty one"
         )
+
+
+def _merged_selection(
+    stored: RunSelection | None, current: RunSelection | None
+) -> RunSelection | None:
+    """The latest command's selection, holding every question either invocation asked."""
+    if stored is None or current is None:
+        return current or stored
+    asked = list(dict.fromkeys([*stored.question_ids, *current.question_ids]))
+    return current.model_copy(update={"question_ids": asked})
 
 
 class ResultsWriter:
@@ -325,7 +375,15 @@ class RunDirectory:
                 )
             variants = list(dict.fromkeys([*stored.variants, *info.variants]))
             info = info.model_copy(
-                update={"variants": variants, "created": stored.created or info.created}
+                update={
+                    "variants": variants,
+                    "created": stored.created or info.created,
+                    # What earlier invocations saw stays: they made records in this run too.
+                    "served_models": stored.served_models,
+                    "fingerprints": stored.fingerprints,
+                    "selection": _merged_selection(stored.selection, info.selection),
+                    "rerun_of": info.rerun_of or stored.rerun_of,
+                }
             )
             if amended:
                 info = RunInfo.model_validate({**info.model_dump(), "amended": amended})
@@ -335,6 +393,24 @@ class RunDirectory:
             raise RunDirectoryError(f"cannot create {path}: {exc.strerror or exc}") from None
         write_json_atomic(path / RUN_FILE, info.model_dump(mode="json"))
         return cls(path, info, lock=lock, torn_bytes=mend_torn_tail(path))
+
+    def record_run_end(
+        self,
+        *,
+        served_models: Mapping[str, Iterable[str]],
+        fingerprints: Mapping[str, VideoPrints],
+    ) -> None:
+        """Add to ``run.json`` what only the end of a run knows: the model ids the server
+        reported and the fingerprints of the videos and memories read (a video's new
+        fingerprints replace its old ones; model ids add up)."""
+        info = self.info.model_copy(
+            update={
+                "served_models": merge_models(self.info.served_models, served_models),
+                "fingerprints": {**self.info.fingerprints, **fingerprints},
+            }
+        )
+        write_json_atomic(self.path / RUN_FILE, info.model_dump(mode="json"))
+        self.info = info
 
     def trace_relpath(self, variant: str, question_id: str) -> str:
         return f"{TRACES_DIR}/{variant}/{trace_name(question_id)}"

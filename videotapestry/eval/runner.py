@@ -75,9 +75,10 @@ from videotapestry.eval.answering import (
     VariantOutcome,
 )
 from videotapestry.eval.judging import Judge, needs_judge
+from videotapestry.eval.provenance import merge_models, served_models, video_prints
 from videotapestry.eval.questions import EvalQuestion
 from videotapestry.eval.records import Judgement, RecordUsage, ResultRecord
-from videotapestry.eval.run_reader import Key, latest, read_records
+from videotapestry.eval.run_reader import Key, VideoPrints, latest, read_records
 from videotapestry.eval.run_writer import RunDirectory
 from videotapestry.files import disk_full_named
 from videotapestry.memory import is_memdreamer_memory, is_native_memory
@@ -240,6 +241,8 @@ class EvalRunner:
         self._pending: Counter[Path] = Counter()
         self._present: set[Path] = set()
         self._written = 0
+        #: Role -> model ids the replies of this invocation's answers named.
+        self._served: dict[str, set[str]] = {}
 
     # -- planning --------------------------------------------------------------------------
 
@@ -309,6 +312,7 @@ class EvalRunner:
                 # What was frozen with the memories (a cycle that died later) is collectable
                 # again, and a later run in this process starts from a clean slate.
                 gc.unfreeze()
+        await self._record_run_end(questions)
         keys = [(v, q.id) for q in questions for v in self.variants]
         return RunOutcome(
             records={key: self._latest[key] for key in keys if key in self._latest},
@@ -318,6 +322,31 @@ class EvalRunner:
             stopped=self._stop,
             torn_lines=read.torn_lines + int(self.run_dir.torn_bytes > 0),
         )
+
+    async def _record_run_end(self, questions: Sequence[EvalQuestion]) -> None:
+        """Add the model ids the server reported and each video's and memory's fingerprint
+        to ``run.json`` (``provenance.py``). The answers' traces name the models of calls
+        made anywhere (Ray workers too); this process's ledger adds the judge's and a
+        build's calls."""
+        ledger: dict[str, set[str]] = {}
+        for call in self.base.service.usage.records:
+            if call.error is None and call.model:
+                ledger.setdefault(call.role, set()).add(call.model)
+        prints = await asyncio.to_thread(self._fingerprints, questions)
+        await asyncio.to_thread(
+            self.run_dir.record_run_end,
+            served_models=merge_models(self._served, ledger),
+            fingerprints=prints,
+        )
+
+    def _fingerprints(self, questions: Sequence[EvalQuestion]) -> dict[str, VideoPrints]:
+        found: dict[str, VideoPrints] = {}
+        for question in questions:
+            if question.video not in found:
+                found[question.video] = video_prints(
+                    self.inputs.video(question), self.inputs.memory(question)
+                )
+        return found
 
     def _present_files(self, plan: _Plan) -> set[Path]:
         """The plan's videos that are files and its memories that are memories."""
@@ -501,12 +530,15 @@ class EvalRunner:
             answer_source=result.answer_source,
             fallback=result.answer_source == "fallback",
             degraded=list(dict.fromkeys(d.kind for d in result.degraded)),
+            warnings=list(dict.fromkeys(w.kind for w in result.warnings)),
             usage=RecordUsage.model_validate(result.usage.to_dict()),
             elapsed_s=round(result.elapsed_s, 3),
             memory_tokens=result.memory_tokens,
             trace=trace,
             reassembled_from=reassembled_from,
         )
+        for role, models in served_models(result.trace.events).items():
+            self._served.setdefault(role, set()).update(models)
         await self._write(record, result)
         self._count_first(variant, None, self.inputs.memory(question))
 

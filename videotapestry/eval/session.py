@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from videotapestry.errors import ConfigError
 from videotapestry.eval.grounding import grounding
+from videotapestry.eval.run_reader import RunInputs, RunSelection
 from videotapestry.eval.run_writer import RunDirectory, new_run_info
 from videotapestry.eval.runner import (
     EvalRunner,
@@ -57,6 +58,8 @@ class EvalSpec:
     force: bool = False
     #: The command line (or request) recorded in ``run.json``.
     command: tuple[str, ...] = ()
+    #: The run directory this run repeats (``eval --rerun``), recorded in ``run.json``.
+    rerun_of: Path | None = None
 
     @property
     def variants(self) -> tuple[str, ...]:
@@ -79,6 +82,8 @@ class VariantSummary:
     skipped: int
     fallback: int
     degraded: int
+    #: Answered with a warning (a made-up citation): no loss of the method, counted apart.
+    warned: int
     grounding_hit_rate: float | None
     grounding_miou: float | None
     grounded_questions: int
@@ -155,6 +160,18 @@ async def run_evaluation(
         command=spec.command,
         no_video=spec.no_video,
         mode=spec.mode,
+        selection=RunSelection(
+            duration=spec.duration,
+            ids=sorted(spec.ids),
+            limit=spec.limit,
+            question_ids=[question.id for question in questions],
+        ),
+        inputs=RunInputs(
+            videos=_absolute(spec.videos),
+            memories=_absolute(spec.memories) or "",
+            subtitles=_absolute(spec.subtitles),
+        ),
+        rerun_of=_absolute(spec.rerun_of),
     )
     run_dir = RunDirectory.open(spec.out, info, force=spec.force)
     annotations = spec.annotations
@@ -178,6 +195,10 @@ async def run_evaluation(
     finally:
         run_dir.close()
     return run_dir.path, outcome
+
+
+def _absolute(path: Path | None) -> str | None:
+    return None if path is None else str(path.expanduser().resolve())
 
 
 def write_outputs(run_dir: Path, benchmark: str, outcome: RunOutcome) -> list[Path]:
@@ -215,6 +236,7 @@ def summarize(outcome: RunOutcome) -> list[VariantSummary]:
                 skipped=sum(r.status == "skipped" for r in records),
                 fallback=sum(r.fallback for r in records),
                 degraded=sum(bool(r.degraded) for r in records if r.status == "answered"),
+                warned=sum(bool(r.warnings) for r in records if r.status == "answered"),
                 grounding_hit_rate=grounded.hit_rate,
                 grounding_miou=grounded.miou,
                 grounded_questions=grounded.questions,

@@ -14,10 +14,12 @@ here, so the modules behind it can be rearranged without touching their users.
 from __future__ import annotations
 
 from videotapestry.memory.embedding_index import (
+    VectorsReplaced,
     compute_node_embeddings,
     embedding_text,
     ensure_embeddings,
     keep_valid_embeddings,
+    reconcile_embeddings,
 )
 from videotapestry.memory.formats.base import MemoryFormat
 from videotapestry.memory.formats.memdreamer import (
@@ -110,6 +112,7 @@ __all__ = [
     "Subgraph",
     "SuperEvent",
     "TimeRange",
+    "VectorsReplaced",
     "VideoMemory",
     "check_duration",
     "check_fingerprint",
@@ -132,6 +135,7 @@ __all__ = [
     "node_label",
     "node_line",
     "open_memory",
+    "reconcile_embeddings",
     "save_memory",
     "split_anchors",
 ]

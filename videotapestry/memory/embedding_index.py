@@ -7,6 +7,12 @@ both match, and otherwise recomputes everything, so two models' vector spaces ar
 ``keep_valid_embeddings`` picks, among several stored sets (an import's own, a destination's),
 one that is still valid.
 Rows are L2-normalized, so semantic search is one matrix-vector product.
+
+Stored vectors that are not used are never dropped quietly: the vectors decide what semantic
+search and PACE-Mem pick, so answers from a memory whose own vectors (a released MemDreamer
+memory carries Qwen3-Embedding-8B's) were replaced by another model's are not answers from
+the memory as built. ``reconcile_embeddings`` says so (``VectorsReplaced``), and the import
+report and every result answered from such a memory carry it.
 """
 
 from __future__ import annotations
@@ -14,9 +20,12 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
+from videotapestry.config.retrieval import StoredVectors
 from videotapestry.embeddings import Embedder
 from videotapestry.errors import MemoryFormatError
 from videotapestry.memory.types import (
@@ -103,33 +112,114 @@ def embedder_dimension(embedder: Embedder) -> int:
     return int(np.asarray(embedder.embed(["dimension probe"], query=True)).shape[1])
 
 
-def ensure_embeddings(memory: VideoMemory, embedder: Embedder) -> VideoMemory:
-    """The memory with vectors from ``embedder``: the stored ones if still valid, else new ones.
+#: Why stored vectors were not used.
+ReplacedBecause = Literal["other_model", "other_dimension", "other_texts", "recompute"]
+
+
+@dataclass(frozen=True)
+class VectorsReplaced:
+    """A memory's stored node vectors that were not used, and the ones used instead."""
+
+    stored_model: str
+    stored_dimension: int
+    model: str
+    dimension: int
+    because: ReplacedBecause
+
+    def reason(self) -> str:
+        """Why, in words."""
+        if self.because == "other_model":
+            return f"embedding.model is {self.model}"
+        if self.because == "other_dimension":
+            return f"{self.model} gives vectors of another length under the same name"
+        if self.because == "other_texts":
+            return "they were made for other node texts (the memory was edited since)"
+        return "embedding.stored_vectors is 'recompute'"
+
+    def describe(self) -> str:
+        """The note on a result: what was replaced, what it changes, and how to avoid it."""
+        text = (
+            f"the memory's own node vectors ({self.stored_model}, {self.stored_dimension} "
+            f"values) were replaced by {self.model}'s ({self.dimension} values) because "
+            f"{self.reason()}, so semantic search and PACE-Mem's evidence selection may pick "
+            "other nodes and clips than on the memory as built"
+        )
+        if self.because == "other_model":
+            text += f"; embedding.model={self.stored_model} uses the stored ones"
+        return text
+
+
+def ensure_embeddings(
+    memory: VideoMemory,
+    embedder: Embedder,
+    *,
+    stored_vectors: StoredVectors = "use_when_same_model",
+) -> VideoMemory:
+    """The memory with vectors from ``embedder``: the stored ones if still valid, else new
+    ones (``reconcile_embeddings``, for callers that need not say what was replaced)."""
+    return reconcile_embeddings(memory, embedder, stored_vectors=stored_vectors)[0]
+
+
+def reconcile_embeddings(
+    memory: VideoMemory,
+    embedder: Embedder,
+    *,
+    stored_vectors: StoredVectors = "use_when_same_model",
+) -> tuple[VideoMemory, VectorsReplaced | None]:
+    """The memory with vectors from ``embedder``, and what of its stored vectors was replaced.
 
     Stored vectors are reused only when the model name, the node texts *and* the vector length
     agree: an imported memory may carry vectors under a model's name that were cut to another
     length (or a local model may reuse a name), and query vectors of one length must never be
     scored against rows of another. The manifest's ``embedding_model`` is updated to match, so
-    saving the result records which model the stored vectors belong to.
+    saving the result records which model the stored vectors belong to. A memory that stored
+    no vectors gets new ones and nothing counts as replaced.
     """
-    if embeddings_match(memory, embedder.model_name):
-        stored = memory.embeddings
-        assert stored is not None
-        dimension = embedder_dimension(embedder)
-        if stored.dimension == dimension:
-            return memory
+    stored = memory.embeddings
+    because = _not_reusable(memory, embedder, stored_vectors)
+    if stored is not None and because is None:
+        return memory, None
+    embeddings = compute_node_embeddings(memory, embedder)
+    updated = memory.with_embeddings(embeddings)
+    if memory.manifest is not None:
+        manifest = memory.manifest.model_copy(update={"embedding_model": embedder.model_name})
+        updated = updated.with_manifest(manifest)
+    if stored is None or because is None:
+        return updated, None
+    replaced = VectorsReplaced(
+        stored_model=stored.model_name,
+        stored_dimension=stored.dimension,
+        model=embedder.model_name,
+        dimension=embeddings.dimension,
+        because=because,
+    )
+    return updated, replaced
+
+
+def _not_reusable(
+    memory: VideoMemory, embedder: Embedder, stored_vectors: StoredVectors
+) -> ReplacedBecause | None:
+    """Why the memory's stored vectors cannot serve ``embedder``; None when they can (or
+    when there are none)."""
+    stored = memory.embeddings
+    if stored is None:
+        return None
+    if stored_vectors == "recompute":
+        return "recompute"
+    if stored.model_name != embedder.model_name:
+        return "other_model"
+    if not embeddings_match(memory, embedder.model_name):
+        return "other_texts"
+    dimension = embedder_dimension(embedder)
+    if stored.dimension != dimension:
         logger.warning(
             "stored vectors of %s are %d-dimensional but the embedder gives %d; recomputing",
             embedder.model_name,
             stored.dimension,
             dimension,
         )
-    embeddings = compute_node_embeddings(memory, embedder)
-    updated = memory.with_embeddings(embeddings)
-    if memory.manifest is not None:
-        manifest = memory.manifest.model_copy(update={"embedding_model": embedder.model_name})
-        updated = updated.with_manifest(manifest)
-    return updated
+        return "other_dimension"
+    return None
 
 
 def keep_valid_embeddings(

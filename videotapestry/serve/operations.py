@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from memory_builders.progress import BuildProgress, StageBar, StageUpdate
-from videotapestry.agents.state import Citation, Degradation
+from videotapestry.agents.state import Citation, Degradation, ResultWarning
 from videotapestry.errors import VideoTapestryError
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class ServedAnswer(BaseModel):
     """An answer as both front ends send it (a REST question job's result, the MCP
     ``answer_question`` tool's output): what ``ask --json`` prints of a run, less its
     internals, with every degradation also rendered, so a fallback is shown wherever the
-    answer is (SPEC §7a)."""
+    answer is (SPEC §7a), and each warning (a made-up citation) likewise, apart from them."""
 
     question_id: str
     run_id: str
@@ -125,10 +125,18 @@ class ServedAnswer(BaseModel):
     citations: list[Citation] = Field(
         description="each claim with the moments it rests on (seek a player to start_s)"
     )
+    citations_asked: bool = Field(
+        True, description="false when the answer was not asked to cite (answer.citations)"
+    )
     degraded: list[Degradation] = Field(
         description="what this run lost of the method; empty for a faithful run"
     )
     degraded_text: list[str] = Field(description="each degradation as one line to show")
+    warnings: list[ResultWarning] = Field(
+        description="what to know about the answer that lost nothing of the method (a cited "
+        "id that named nothing, dropped); the run is not degraded by it"
+    )
+    warnings_text: list[str] = Field(description="each warning as one line to show")
     observation_disabled: str | None = Field(
         description="why no frame or speech was observed (a memory-only question), else null"
     )
@@ -152,8 +160,11 @@ class ServedAnswer(BaseModel):
             reasoning=result.reasoning,
             variant=result.variant,
             citations=list(result.citations),
+            citations_asked=result.citations_asked,
             degraded=list(result.degraded),
             degraded_text=[degradation.render() for degradation in result.degraded],
+            warnings=list(result.warnings),
+            warnings_text=[warning.render() for warning in result.warnings],
             observation_disabled=result.observation_disabled,
             levels_visited=list(result.levels_visited),
             usage=result.usage.to_dict(),

@@ -4,77 +4,51 @@ Citations ride on the Answer agent's one call and on nothing else (no level agen
 ref): the composite memory shows what can be cited (the ``refs:`` lines ``assemble`` puts
 under refined entries), the prompt asks for citations (the sentences of
 ``final_answer.jinja`` that describe refs and the ``citations`` key), and the reply lists
-them. So the cost is measured on each answered question's saved trace, with no switch in
-the product: the answer call's prompt is rendered again by the same registry from what the
-trace kept (question, options, handoff trace, composite memory) and must come out at the
-exact size the call was sent with, else the measurement refuses; then it is rendered
-without the citation parts and counted the same way (``tokens.estimate_tokens``, the count
-the offline client bills). A real tokenizer gives other counts but about the same ratio.
+them; ``answer.citations: false`` leaves all three out. So the cost is measured on each
+answered question's saved trace, without a second run: the answer call's prompt is rendered
+again by the same registry from what the trace kept (question, options, handoff trace,
+composite memory) and must come out at the exact size the call was sent with, else the
+measurement refuses; then it is rendered as the switch off renders it (``citations=False``,
+the memory without its ``refs:`` lines) and counted the same way (``tokens.estimate_tokens``,
+the count the offline client bills). A real tokenizer gives other counts but about the same
+ratio.
 
 The calls are counted from the trace too: an answer with citations is still one answer
 call; only a repair retry (a reply that was not valid JSON) would add one. An
 OpenAI-compatible endpoint in ``json_schema`` mode is also sent the reply's schema, which
-the offline client does not bill: ``schema_tokens`` counts it with and without citations.
+the offline client does not bill: ``schema_tokens`` counts it with and without citations
+(``FinalAnswer`` and ``UncitedAnswer``, the one each setting of the switch sends).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from videotapestry.contracts.method import FinalAnswer
-from videotapestry.prompts import TEMPLATE_SUFFIX, PromptRegistry, RenderedPrompt
+from videotapestry.contracts.method import answer_model
+from videotapestry.prompts import PromptRegistry, RenderedPrompt
 from videotapestry.tokens import estimate_tokens
 
 #: The Answer agent's prompt, which the full method and static memory answer with.
 ANSWER_PROMPT = "final_answer"
 ANSWER_ROLE = "answer"
-#: What ``final_answer.jinja`` says only for citations: the paragraph on ``refs:`` lines
-#: and citing by id, the ``citations`` key of the reply, and what that key holds. Each must
-#: be in the template, so a reworded template stops the measurement instead of passing
-#: with a citation part left in.
-CITATION_PARTS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"\n\nEach memory entry [^\n]*\"refs:\"[^\n]*Cite [^\n]*"),
-    re.compile(re.escape(', "citations": [{"claim": string, "ids": [string]}]')),
-    re.compile(r"; citations: [^\n.]*its ids"),
-)
 _REFS_LINE = re.compile(r"^\s*refs: ")
 
 
 def without_refs_lines(memory_text: str) -> str:
-    """The composite memory without the ``refs:`` lines that name what can be cited."""
+    """The composite memory without the ``refs:`` lines that name what can be cited: the
+    memory ``assemble`` gives with ``citations=False``, from a trace of a run with them."""
     return "\n".join(line for line in memory_text.split("\n") if not _REFS_LINE.match(line))
 
 
-def without_citation_instructions(template: str) -> str:
-    """The template with every part of ``CITATION_PARTS`` removed; a part it lacks is a
-    ``ValueError`` naming it."""
-    for part in CITATION_PARTS:
-        template, found = part.subn("", template)
-        if not found:
-            raise ValueError(f"the answer template has no citation part {part.pattern!r}")
-    return template
-
-
-def uncited_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The answer's JSON schema without ``citations``: its property, its place among the
-    required keys, and the definitions only it refers to (the claim type)."""
-    uncited = {k: v for k, v in schema.items() if k != "$defs"}
-    uncited["properties"] = {k: v for k, v in schema["properties"].items() if k != "citations"}
-    if "required" in schema:
-        uncited["required"] = [k for k in schema["required"] if k != "citations"]
-    return uncited
-
-
 def schema_tokens() -> tuple[int, int]:
-    """Tokens of the answer's JSON schema (``FinalAnswer``), with and without citations."""
-    schema = FinalAnswer.model_json_schema()
-    return estimate_tokens(json.dumps(schema)), estimate_tokens(json.dumps(uncited_schema(schema)))
+    """Tokens of the answer's JSON schema, with citations and without."""
+    cited, uncited = (answer_model(c).model_json_schema() for c in (True, False))
+    return estimate_tokens(json.dumps(cited)), estimate_tokens(json.dumps(uncited))
 
 
 def prompt_tokens(prompt: RenderedPrompt) -> int:
@@ -115,18 +89,13 @@ class CitationCost:
 
 
 class AnswerPrompts:
-    """Renders the answer prompt as shipped and without its citation parts (the same
-    registry, with an override directory holding the stripped template)."""
+    """Renders the answer prompt as each setting of ``answer.citations`` renders it."""
 
-    def __init__(self, registry: PromptRegistry, work_dir: Path) -> None:
-        stripped = without_citation_instructions(registry.source(ANSWER_PROMPT))
-        (work_dir / f"{ANSWER_PROMPT}{TEMPLATE_SUFFIX}").write_text(stripped, encoding="utf-8")
-        self.shipped = registry
-        self.uncited = PromptRegistry(override_dir=work_dir, base_dir=registry.base_dir)
+    def __init__(self, registry: PromptRegistry) -> None:
+        self.registry = registry
 
     def render(self, variables: Mapping[str, Any], *, cited: bool) -> RenderedPrompt:
-        registry = self.shipped if cited else self.uncited
-        return registry.render(ANSWER_PROMPT, **variables)
+        return self.registry.render(ANSWER_PROMPT, **variables, citations=cited)
 
 
 def citation_cost(trace: Mapping[str, Any], prompts: AnswerPrompts) -> CitationCost:
@@ -178,12 +147,8 @@ def _json_tokens(reply: Mapping[str, Any]) -> int:
 
 def trace_costs(trace_files: Sequence[Path], registry: PromptRegistry) -> list[CitationCost]:
     """``citation_cost`` of every trace file (the answered questions of a variant)."""
-    with tempfile.TemporaryDirectory(prefix="uncited-prompts-") as work:
-        prompts = AnswerPrompts(registry, Path(work))
-        return [
-            citation_cost(json.loads(path.read_text(encoding="utf-8")), prompts)
-            for path in trace_files
-        ]
+    prompts = AnswerPrompts(registry)
+    return [citation_cost(json.loads(p.read_text(encoding="utf-8")), prompts) for p in trace_files]
 
 
 @dataclass(frozen=True)

@@ -338,11 +338,15 @@ class FakeOpenAIServer:
         latency_s: float = 0.0,
         model: str = "fake-model",
         port: int = 0,
+        served_model: str | None = None,
     ) -> None:
         self.supports_json_schema = supports_json_schema
         self.supports_json_object = supports_json_object
         self.latency_s = latency_s
         self.model = model
+        #: The model id every reply names; None names the one requested. Real servers often
+        #: answer an alias with a dated snapshot ("gpt-4o" -> "gpt-4o-2024-08-06").
+        self.served_model = served_model
         self._requested_port = port
         self._lock = threading.RLock()
         self._requests: list[RecordedRequest] = []
@@ -524,7 +528,7 @@ class FakeOpenAIServer:
             "id": f"chatcmpl-fake-{number}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": request.model or self.model,
+            "model": self.served_model or request.model or self.model,
             "choices": [
                 {
                     "index": 0,

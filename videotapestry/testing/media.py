@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import cv2
 import numpy as np
@@ -520,7 +520,9 @@ class SceneTextRenderer:
     bundled Pillow font when they are missing) and the face of ``cv2.putText`` (Hershey in
     OpenCV 4, a sans face in 5); styles through subtitle outline, light slide panel, coloured
     sign and drop shadow. Strings stay below the top 24 % of the frame, where grid cells and
-    single frames carry their timestamp tab.
+    single frames carry their timestamp tab; ``area="top_left"`` puts them in that corner
+    instead, starting at the left edge within the top 26 %, as a dashcam's clock, a channel
+    name or a slide's heading sits, to measure what the tab hides.
     """
 
     def __init__(
@@ -529,10 +531,12 @@ class SceneTextRenderer:
         *,
         heights: Sequence[float] = SCENE_TEXT_HEIGHTS,
         seed: int = 0,
+        area: Literal["body", "top_left"] = "body",
     ) -> None:
         self.width, self.height = size
         self.heights = tuple(heights)
         self.seed = seed
+        self.area = area
         self._fonts: dict[tuple[str, int], ImageFont.FreeTypeFont | ImageFont.ImageFont] = {}
 
     def _font(self, name: str, em: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
@@ -597,7 +601,9 @@ class SceneTextRenderer:
     def layout(self, scene: int) -> tuple[TextItem, ...]:
         """The strings of scene ``scene`` with their boxes, without drawing anything."""
         rng = np.random.default_rng((self.seed, scene))
-        top, bottom = 0.24 * self.height, 0.95 * self.height
+        corner = self.area == "top_left"
+        top, bottom = (0.02, 0.26) if corner else (0.24, 0.95)
+        top, bottom = top * self.height, bottom * self.height
         slot = (bottom - top) / len(self.heights)
         order = rng.permutation(len(self.heights))  # which height goes in which band
         items = []
@@ -610,7 +616,10 @@ class SceneTextRenderer:
             left, upper, right, lower = self._measure(text, font, em)
             width, height = right - left, lower - upper
             pad = math.ceil(0.35 * em)
-            x = int(rng.integers(pad, max(pad + 1, self.width - width - pad)))
+            if corner:
+                x = pad + int(rng.uniform(0.0, 0.04) * self.width)
+            else:
+                x = int(rng.integers(pad, max(pad + 1, self.width - width - pad)))
             free = max(0.0, slot - height - 2 * pad)
             y = int(top + position * slot + pad + rng.uniform(0.2, 0.8) * free)
             box = (x, y, x + width, y + height)
@@ -696,14 +705,16 @@ def make_scene_text_video(
     heights: Sequence[float] = SCENE_TEXT_HEIGHTS,
     seed: int = 0,
     reuse: bool = False,
+    area: Literal["body", "top_left"] = "body",
 ) -> SceneTextVideo:
-    """Write H.264 (libx264, ``crf``) of ``scenes`` static scenes of burned-in text.
+    """Write H.264 (libx264, ``crf``) of ``scenes`` static scenes of burned-in text, placed
+    in ``area`` (``SceneTextRenderer``).
 
     With ``reuse`` an existing file at ``path`` is taken as written by an earlier call with
     the same arguments (the ground truth is recomputed, not read from it).
     """
     path = Path(path)
-    renderer = SceneTextRenderer(size, heights=heights, seed=seed)
+    renderer = SceneTextRenderer(size, heights=heights, seed=seed, area=area)
     per_scene = max(1, round(scene_s * fps))
     truth = tuple(renderer.layout(k) for k in range(scenes))
     result = SceneTextVideo(

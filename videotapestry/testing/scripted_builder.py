@@ -181,7 +181,8 @@ class ScriptedBuilderModel:
                     "seen_at": format_timestamp(group[0].time_s),
                 }
             )
-        heard = request.text.split("Speech during the clip:", 1)[-1]
+        # A prompt without the speech section (builder.perception.transcript off) heard none.
+        _, _, heard = request.text.partition("Speech during the clip:")
         speech = _SPEECH.findall(heard.split("Text read on screen by OCR:", 1)[0])
         caption = f"{guide} is in the {word.lower()} under the sign {main.text}."
         for start, end, text in speech[:2]:

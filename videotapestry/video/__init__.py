@@ -3,11 +3,13 @@
 from videotapestry.timecode import format_timestamp
 from videotapestry.video.container import VideoInfo, decode_size, fingerprint, probe, width_size
 from videotapestry.video.encoding import (
+    FrameTimestamps,
     encode_jpeg,
     frame_images,
     individual_frame_budget,
     overview_frame_budget,
     overview_images,
+    stamp_frame,
 )
 from videotapestry.video.frame_cache import FrameCache
 from videotapestry.video.frame_workers import (
@@ -63,6 +65,7 @@ __all__ = [
     "FrameCache",
     "FrameGrid",
     "FrameJob",
+    "FrameTimestamps",
     "FrameWorkers",
     "OpenCVReader",
     "PassFrame",
@@ -100,6 +103,7 @@ __all__ = [
     "render_key",
     "sample_uniform",
     "sample_windows",
+    "stamp_frame",
     "uniform_indices",
     "visual_window",
     "width_size",

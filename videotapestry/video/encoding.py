@@ -3,7 +3,11 @@
 Two observation modes (SPEC §5): the Overview packs its frames into timestamp-labelled grids
 (``overview_images``), Skim and Focus send individual frames (``frame_images``), each with its
 timestamp burned into the corner by default, because a chat message carries its images after
-its text and the model could not otherwise tell which image shows which moment. A grid is
+its text and the model could not otherwise tell which image shows which moment. That tab
+hides on-screen text in the corner (half of it, bench_frame_timestamps.py), so
+``agents.frame_timestamps`` can put it on a strip added above the picture instead, or leave
+the frame untouched (the paper's frames; the prompt's image notes still give each frame's
+time). A grid is
 ``images.grid_max_side`` wide; a single frame is scaled down so its longer side is at most
 ``images.frame_max_side`` (never above ``grid_max_side``): a grid cell is a third of the grid's
 width, so grids need the larger side for on-screen text to stay legible (bench_grid_legibility.py).
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from typing import Literal
 
 import cv2
 import numpy as np
@@ -27,8 +32,22 @@ from videotapestry.config import ImagesConfig, LevelSettings, OverviewSettings
 from videotapestry.errors import ImageLimitError
 from videotapestry.images import ImagePart
 from videotapestry.timecode import format_timestamp, label_decimals
-from videotapestry.video.grids import CELL_GAP, draw_label, grid_count, label_font, pack_grids
+from videotapestry.video.grids import (
+    CELL_GAP,
+    draw_label,
+    grid_count,
+    label_font,
+    pack_grids,
+    tab_height,
+)
 from videotapestry.video.reader import Frame
+
+#: Where a single frame's timestamp goes: a black tab over the frame's top-left corner, the
+#: same tab on a black strip added above the frame (no pixel of the picture covered), or
+#: nowhere (the frame as decoded, only scaled).
+FrameTimestamps = Literal["tab", "strip", "untouched"]
+
+Font = ImageFont.ImageFont | ImageFont.FreeTypeFont
 
 
 def overview_frame_budget(images: ImagesConfig, overview: OverviewSettings) -> int:
@@ -124,9 +143,10 @@ def frame_images(
     images: ImagesConfig,
     *,
     max_frames: int,
-    label: bool = True,
+    label: FrameTimestamps = "tab",
 ) -> list[ImagePart]:
-    """Individual frames (Skim/Focus) in time order, each its own JPEG ``ImagePart``."""
+    """Individual frames (Skim/Focus) in time order, each its own JPEG ``ImagePart``; each
+    frame's time is shown as ``label`` says (``stamp_frame``)."""
     cap = min(max_frames, images.max_per_call)
     if len(frames) > cap:
         raise ImageLimitError(
@@ -137,17 +157,41 @@ def frame_images(
     decimals = label_decimals([f.timestamp_s for f in ordered])
     side = frame_side(images)
     parts = []
-    fonts: dict[int, ImageFont.ImageFont | ImageFont.FreeTypeFont] = {}  # one load per height
+    fonts: dict[int, Font] = {}  # one load per height
     for frame in ordered:
         text = format_timestamp(frame.timestamp_s, decimals)
         array = resize_to_fit(frame.image, side)
-        if label:
-            picture = Image.fromarray(array)
-            height = picture.height
-            if height not in fonts:
-                fonts[height] = label_font(height)
-            draw_label(picture, text, (0, 0, picture.width, height), fonts[height])
-            array = np.asarray(picture)
+        height = array.shape[0]
+        if label != "untouched" and height not in fonts:
+            fonts[height] = label_font(height)
+        array = stamp_frame(array, text, label, fonts.get(height))
         jpeg = encode_jpeg(array, max_side=side, quality=images.jpeg_quality)
         parts.append(ImagePart(jpeg, f"frame {text}", (frame.timestamp_s,)))
     return parts
+
+
+def stamp_frame(
+    image: np.ndarray, text: str, placement: FrameTimestamps, font: Font | None = None
+) -> np.ndarray:
+    """``image`` (RGB) with the timestamp ``text`` where ``placement`` puts it.
+
+    ``tab`` covers the picture's top-left corner with the black tab (text there is hidden);
+    ``strip`` puts the same tab on a black strip as tall as the tab, added above the picture,
+    whose pixels all stay as they were; ``untouched`` returns ``image`` itself. The tab's font
+    is ``font``, else the one ``label_font`` gives for the picture's height (a strip's tab is
+    as large as the tab over the picture would be).
+    """
+    if placement == "untouched":
+        return image
+    height, width = image.shape[:2]
+    font = font or label_font(height)
+    if placement == "tab":
+        picture = Image.fromarray(image)
+        draw_label(picture, text, (0, 0, width, height), font)
+        return np.asarray(picture)
+    strip = tab_height(text, font)
+    canvas = np.zeros((strip + height, width, 3), dtype=np.uint8)
+    canvas[strip:] = image
+    picture = Image.fromarray(canvas)
+    draw_label(picture, text, (0, 0, width, strip), font)
+    return np.asarray(picture)

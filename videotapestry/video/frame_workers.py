@@ -41,7 +41,7 @@ from typing import Any, Literal
 from videotapestry.config import ImagesConfig, OverviewSettings, VideoConfig
 from videotapestry.errors import NoDecodableFramesError, VideoError, VideoTapestryError
 from videotapestry.images import ImagePart
-from videotapestry.video.encoding import frame_images, overview_images
+from videotapestry.video.encoding import FrameTimestamps, frame_images, overview_images
 from videotapestry.video.frame_cache import FrameCache
 from videotapestry.video.reader import VideoReader, open_video
 from videotapestry.video.sampling import decode_indices, window_indices
@@ -58,7 +58,7 @@ class FrameJob:
     """The frames of one observation: where to sample, and how to send them.
 
     ``layout``: ``grids`` (the Overview, with ``overview``) or ``frames`` (single frames,
-    at most ``max_frames``, labelled with their time unless ``label`` is off).
+    at most ``max_frames``, each showing its time as ``label`` says: ``stamp_frame``).
     """
 
     path: str
@@ -70,7 +70,7 @@ class FrameJob:
     images: ImagesConfig
     overview: OverviewSettings | None = None
     max_frames: int = 0
-    label: bool = True
+    label: FrameTimestamps = "tab"
 
 
 @dataclass(frozen=True)

@@ -98,13 +98,25 @@ def draw_label(
     font = font or label_font(bottom - top)
     draw = ImageDraw.Draw(image)
     text_box = draw.textbbox((0, 0), text, font=font)
-    pad = max(2, (text_box[3] - text_box[1]) // 4)
+    pad = label_pad(text_box)
     width = text_box[2] - text_box[0] + 2 * pad
     height = text_box[3] - text_box[1] + 2 * pad
     draw.rectangle((left, top, left + width, top + height), fill=(0, 0, 0))
     draw.text(
         (left + pad - text_box[0], top + pad - text_box[1]), text, fill=(255, 255, 255), font=font
     )
+
+
+def label_pad(text_box: tuple[float, float, float, float]) -> int:
+    """Margin around a tab's text: a quarter of the text's height, at least 2 px."""
+    return max(2, int(text_box[3] - text_box[1]) // 4)
+
+
+def tab_height(text: str, font: ImageFont.ImageFont | ImageFont.FreeTypeFont) -> int:
+    """Rows of pixels the tab of ``text`` covers (``draw_label`` fills both end rows), so a
+    strip this tall above a frame holds the whole tab."""
+    text_box = ImageDraw.Draw(Image.new("RGB", (1, 1))).textbbox((0, 0), text, font=font)
+    return int(text_box[3] - text_box[1]) + 2 * label_pad(text_box) + 1
 
 
 def label_font(cell_height: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:

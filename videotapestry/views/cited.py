@@ -222,9 +222,9 @@ def citations_section(trace: Result, thumbnails: Thumbnails, anchors: Anchors) -
         f"<p><b>The answer in words:</b> {esc(trace.answer_text or '(none)')}</p>"
     )
     dropped = "".join(
-        f'<p class="muted">Dropped: {esc(d.what)} — {esc(d.why)} (see the degradations above).</p>'
-        for d in trace.degraded
-        if d.kind == "citation_invalid"
+        f'<p class="muted">Dropped: {esc(w.what)} — {esc(w.why)} (see the warnings above).</p>'
+        for w in trace.warnings
+        if w.kind == "citation_invalid"
     )
     if not trace.citations:
         return f'{head}<p class="vt-alert">This answer cites no evidence.</p>{dropped}</section>'

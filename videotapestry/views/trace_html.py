@@ -172,6 +172,12 @@ def _alerts(trace: Result) -> str:
             f"<p><b>Degraded run</b>: this run lost part of the method "
             f"({len(trace.degraded)}):</p><ul>{items}</ul>"
         )
+    if trace.warnings:
+        items = "".join(f"<li>{esc(w.render())}</li>" for w in trace.warnings)
+        parts.append(
+            f"<p><b>Warnings</b> ({len(trace.warnings)}; the run lost nothing of the method):"
+            f"</p><ul>{items}</ul>"
+        )
     return f'<div class="vt-alert">{"".join(parts)}</div>' if parts else ""
 
 

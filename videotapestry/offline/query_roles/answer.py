@@ -5,7 +5,8 @@ A question about *when* is answered by the rule of time (``temporal``) when the 
 settles it; otherwise the option whose text the evidence spells out, weighted by how much
 that evidence bears on the question, wins (``matching.score_options``), and the reasoning
 names the line that supports it. The final answer reads the memory it is sent; the direct
-answer (the no-memory baseline) reads the frames and the transcript.
+answer (the no-memory baseline) reads the frames and the transcript. Citations are added only
+when the prompt asks for them (``answer.citations``), as a model following it would.
 """
 
 from __future__ import annotations
@@ -181,6 +182,12 @@ def _shortened(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def asks_citations(view: PromptView) -> bool:
+    """Whether the prompt's reply keys include ``citations``: the shipped answer prompts
+    name it only under ``answer.citations``, and a user's own template may never."""
+    return '"citations"' in view.system
+
+
 def final_answer(view: PromptView, perception: Perception) -> dict:
     """The option the memory supports best (observed facts weigh more), or for a free-form
     question the memory line that answers it; with the refs of that line's time cited."""
@@ -194,6 +201,8 @@ def final_answer(view: PromptView, perception: Perception) -> dict:
         reply, used = _choose_option(question, units, perception, "memory", lines)
     else:
         reply, used = _answer_in_words(question, units, perception, "memory")
+    if not asks_citations(view):
+        return reply
     return {**reply, "citations": claim(cite(used, shown), used) if used else []}
 
 
@@ -209,6 +218,8 @@ def direct_answer(view: PromptView, perception: Perception) -> dict:
         reply, used = _choose_option(question, units, perception, "frames")
     else:
         reply, used = _answer_in_words(question, units, perception, "frames")
+    if not asks_citations(view):
+        return reply
     times = [r.start for r in read if r.fact == used]
     notes = section(view.user, "Frames, in order:").splitlines()
     ids = cite_direct_frames(notes, times) if times else []

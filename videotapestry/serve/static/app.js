@@ -180,8 +180,9 @@ document.getElementById("ask-form").addEventListener("submit", async (event) => 
 
 function resetResult() {
   document.getElementById("result").hidden = false;
-  for (const id of ["timeline", "citations", "degraded"]) document.getElementById(id).replaceChildren();
+  for (const id of ["timeline", "citations", "degraded", "warnings"]) document.getElementById(id).replaceChildren();
   document.getElementById("degraded").hidden = true;
+  document.getElementById("warnings").hidden = true;
   document.getElementById("unobserved").hidden = true;
   document.getElementById("answer").textContent = "…";
   document.getElementById("reasoning").textContent = "";
@@ -216,11 +217,15 @@ function showAnswer(job) {
   const degraded = document.getElementById("degraded");
   for (const line of r.degraded_text || []) degraded.append(el("li", {}, `degraded: ${line}`));
   degraded.hidden = !(r.degraded_text || []).length;
+  const warnings = document.getElementById("warnings");
+  for (const line of r.warnings_text || []) warnings.append(el("li", {}, `warning: ${line}`));
+  warnings.hidden = !(r.warnings_text || []).length;
   const unobserved = document.getElementById("unobserved");
   unobserved.textContent = r.observation_disabled ? `not observed: ${r.observation_disabled}` : "";
   unobserved.hidden = !r.observation_disabled;
   const citations = document.getElementById("citations");
-  if (!r.citations.length) citations.append(el("li", { class: "muted" }, "the answer cites nothing"));
+  if (r.citations_asked === false) citations.append(el("li", { class: "muted" }, "citations were not asked for (answer.citations is off)"));
+  else if (!r.citations.length) citations.append(el("li", { class: "muted" }, "the answer cites nothing"));
   for (const citation of r.citations) {
     const buttons = citation.sources.map((source) => el("button", {
       type: "button", class: "plain cite", dataset: { seek: String(source.start_s), id: source.id },
