@@ -16,12 +16,15 @@ import argparse
 import asyncio
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from benchkit import cache_dir, smoke
 
 from videotapestry.api import VideoTapestry
+from videotapestry.config import load_config
 from videotapestry.demo import sample_questions, sample_video_path
 from videotapestry.demo.runner import demo_memory_dir
+from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
 from videotapestry.result import Result
 
 #: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
@@ -79,13 +82,16 @@ def costs(results: list[tuple[Result, str]]) -> Costs:
     )
 
 
-async def answer_all(config: str, questions: list[dict], memory_cache) -> list[tuple[Result, str]]:
+async def answer_all(
+    config: str, questions: list[dict], memory_cache: Path, embedder: Embedder
+) -> list[tuple[Result, str]]:
     video = sample_video_path()
     vt = VideoTapestry(
         None if config == "default" else config,
         profile="offline",
         # A reply cache of its own per config: nothing is answered from the other's calls.
         overrides=[f"cache.path={cache_dir('paper-setting', config, 'responses.sqlite')}"],
+        embedder=embedder,
     )
     try:
         memory = demo_memory_dir(video, memory_cache)
@@ -109,7 +115,9 @@ async def main() -> None:
     memory_cache = cache_dir("paper-setting")
     started = time.perf_counter()
     # The memory is the same for both configs: built once with the default builder settings.
-    builder = VideoTapestry(profile="offline")
+    # One embedder for every facade: the embedding model is the same, and loaded once.
+    embedder = SentenceTransformerEmbedder(load_config(profile="offline").embedding)
+    builder = VideoTapestry(profile="offline", embedder=embedder)
     try:
         video = sample_video_path()
         await builder.abuild_memory(video, demo_memory_dir(video, memory_cache), progress=False)
@@ -118,7 +126,7 @@ async def main() -> None:
     print(f"memory: built in {time.perf_counter() - started:.1f} s (cached after the first run)")
     measured = {}
     for config in CONFIGS:
-        measured[config] = costs(await answer_all(config, questions, memory_cache))
+        measured[config] = costs(await answer_all(config, questions, memory_cache, embedder))
         print(measured[config].line(config), flush=True)
     ours, paper = measured["default"], measured["paper"]
 
