@@ -36,8 +36,9 @@ from memory_builders.assembly import assemble_memory, embed_memory
 from memory_builders.context import BuildContext
 from memory_builders.entities import entity_stage
 from memory_builders.frame_proxy import frame_proxy_stage
+from memory_builders.lock import build_lock, check_same_video
 from memory_builders.macro import macro_stage
-from memory_builders.output import prepare_directory, write_memory, write_stop_report
+from memory_builders.output import check_directory, write_memory, write_stop_report
 from memory_builders.perception import perception_stage
 from memory_builders.progress import BuildProgress, StageListener
 from memory_builders.report import BuildReport
@@ -98,6 +99,7 @@ class MemoryBuilder:
         subtitles: str | Path | None = None,
         restart: bool = False,
         export_memdreamer: str | Path | None = None,
+        force: bool = False,
     ) -> BuildResult:
         """Synchronous ``abuild`` (for scripts; in a notebook, ``await abuild(...)``)."""
 
@@ -109,6 +111,7 @@ class MemoryBuilder:
                     subtitles=subtitles,
                     restart=restart,
                     export_memdreamer=export_memdreamer,
+                    force=force,
                 )
             finally:
                 await self.service.aclose()
@@ -123,11 +126,30 @@ class MemoryBuilder:
         subtitles: str | Path | None = None,
         restart: bool = False,
         export_memdreamer: str | Path | None = None,
+        force: bool = False,
     ) -> BuildResult:
-        out = Path(out)
-        ctx = BuildContext(self, Path(video), out, out / BUILD_DIR)
+        """Build (or resume) ``video``'s memory into ``out``, holding ``out``'s build lock
+        throughout (``lock``): a second build into ``out`` is refused while this one runs,
+        and so is a build of another video into a folder holding a memory, unless ``force``
+        (which replaces that memory)."""
+        out, source = Path(out), Path(video)
+        check_directory(out, out / BUILD_DIR)
+        with build_lock(out, out / BUILD_DIR, source):
+            check_same_video(out, source, force=force)
+            return await self._build_locked(source, out, subtitles, restart, export_memdreamer)
+
+    async def _build_locked(
+        self,
+        video: Path,
+        out: Path,
+        subtitles: str | Path | None,
+        restart: bool,
+        export_memdreamer: str | Path | None,
+    ) -> BuildResult:
+        ctx = BuildContext(self, video, out, out / BUILD_DIR)
         started = time.perf_counter()
-        prepare_directory(ctx, restart=restart)
+        if restart:
+            ctx.store.clear()
         missing = missing_ocr(self.config.builder.ocr, self.ocr)
         if missing:
             ctx.degraded("ocr", "builder", missing)

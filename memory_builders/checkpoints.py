@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from memory_builders.lock import LOCK_FILES
 from memory_builders.report import StageReport
 from videotapestry.kvstore import JsonFileStore
 
@@ -61,7 +63,17 @@ class CheckpointStore:
         return [n for n in self._files.all_keys() if n.rpartition("/")[0] == prefix]
 
     def clear(self) -> None:
-        self._files.drop()
+        """Forget every checkpoint (and the kept frames); the build lock stays, as the build
+        clearing them holds it and a lock file removed under it would let a second in."""
+        if not self.directory.is_dir():
+            return
+        for entry in self.directory.iterdir():
+            if entry.name in LOCK_FILES:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
 
 
 async def checkpointed(

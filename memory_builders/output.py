@@ -24,6 +24,7 @@ from videotapestry.asr import TRANSCRIPT_FILE
 from videotapestry.contracts.builder import BUILDER_PROMPT_ROLES
 from videotapestry.files import write_json_atomic
 from videotapestry.memory import MANIFEST_FILE, EntityNode, VideoMemory, new_manifest, save_memory
+from videotapestry.trace import without_url_credentials
 from videotapestry.video import VideoInfo
 
 log = logging.getLogger("memory_builders")
@@ -33,22 +34,18 @@ REPORT_FILE = "build_report.json"
 OPTIONAL_FILES = ("embeddings.npy", "embedding_ids.json", TRANSCRIPT_FILE)
 
 
-def prepare_directory(ctx: BuildContext, *, restart: bool) -> None:
-    """Refuse a directory that holds something other than a build; ``restart`` forgets the
-    checkpoints."""
-    out = ctx.out
+def check_directory(out: Path, build_dir: Path) -> None:
+    """Refuse a directory that holds something other than a build (before the build lock
+    makes ``build_dir`` there)."""
     if out.exists() and not out.is_dir():
         raise BuildError(f"cannot build into {out}: it is a file, not a directory")
     if out.is_dir() and any(out.iterdir()):
-        ours = ctx.build_dir.is_dir() or (out / MANIFEST_FILE).is_file()
+        ours = build_dir.is_dir() or (out / MANIFEST_FILE).is_file()
         if not ours:
             raise BuildError(
                 f"refusing to build into {out}: the directory is not empty and holds no "
                 "build; choose a new or empty directory"
             )
-    if restart:
-        ctx.store.clear()
-    ctx.build_dir.mkdir(parents=True, exist_ok=True)
 
 
 def write_memory(
@@ -69,7 +66,7 @@ def write_memory(
         video_fingerprint=info.fingerprint,
         models={role: config.models.settings_for(role).model for role in roles},
         prompt_hashes={name: ctx.prompt_hash(name) for name in BUILDER_PROMPT_ROLES},
-        config=config.model_dump(mode="json"),
+        config=without_url_credentials(config.model_dump(mode="json")),
         build=_manifest_build(ctx, transcript),
     )
     memory = memory.with_manifest(manifest)

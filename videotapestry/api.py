@@ -235,7 +235,7 @@ class VideoTapestry:
         missing key before anything is loaded; errors that would repeat on every model call
         (a refused key, an unknown model) stop the question with a ``ModelCallError``.
         """
-        validate_question(question, options or [])
+        validate_question(question, options or [], max_chars=self.config.question.max_chars)
         options = labelled_options(options or [])
         self.service.check_credentials(self._roles())
         started = time.perf_counter()
@@ -476,11 +476,13 @@ class VideoTapestry:
         restart: bool = False,
         export_memdreamer: str | Path | None = None,
         progress: Any = False,
+        force: bool = False,
     ) -> Any:
         """Build (or resume building) the memory of ``video`` into ``out`` with this
         instance's config, models and embedder; returns a ``memory_builders.BuildResult``.
         ``progress``: bars on stderr (True), none (False), or the builder's progress display
-        (a ``memory_builders.progress.BuildProgress``, which this layer cannot name)."""
+        (a ``memory_builders.progress.BuildProgress``, which this layer cannot name).
+        ``force``: replace the memory of another video that ``out`` holds (else refused)."""
         return self._sync(
             self.abuild_memory(
                 video,
@@ -489,6 +491,7 @@ class VideoTapestry:
                 restart=restart,
                 export_memdreamer=export_memdreamer,
                 progress=progress,
+                force=force,
             )
         )
 
@@ -502,12 +505,20 @@ class VideoTapestry:
         export_memdreamer: str | Path | None = None,
         progress: Any = False,
         on_stage: Callable[[Any], None] | None = None,
+        force: bool = False,
     ) -> Any:
         """``build_memory`` in a running event loop (notebooks, servers). ``on_stage`` is
         called with each ``memory_builders.progress.StageUpdate`` (a stage's done / total),
         whether or not ``progress`` draws bars; the scan calls it from its decoding thread."""
+        # Passed only when set, so a third-party builder need not know the keyword.
+        forcing = {"force": True} if force else {}
         return await self._memory_builder(progress, on_stage).abuild(
-            video, out, subtitles=subtitles, restart=restart, export_memdreamer=export_memdreamer
+            video,
+            out,
+            subtitles=subtitles,
+            restart=restart,
+            export_memdreamer=export_memdreamer,
+            **forcing,
         )
 
     def _memory_builder(self, progress: Any, on_stage: Callable[[Any], None] | None) -> Any:

@@ -17,6 +17,12 @@ from videotapestry.errors import QuestionError
 LETTERS = string.ascii_uppercase
 MAX_OPTIONS = len(LETTERS)
 
+#: The default of ``question.max_chars``: a question with its options, in characters. Real
+#: benchmark questions stay under 2,000; the limit is there so that a pasted file or a
+#: hostile client is refused at once instead of filling the job store, the traces and every
+#: prompt (a 64 MiB question took a served app from 193 MB to 7.8 GB).
+DEFAULT_MAX_QUESTION_CHARS = 20_000
+
 #: "(B) …", "B. …", "B) …", "B: …"; the mark must be followed by a space, so "U.S. Army" is
 #: text, not option U.
 _LABEL = re.compile(r"^\s*(?:\(([A-Za-z])\)|([A-Za-z])[.):：](?=\s|$))\s*")
@@ -47,15 +53,44 @@ def option_letters(options: Sequence[str]) -> list[str]:
     ]
 
 
-def validate_question(question: str, options: Sequence[str] = ()) -> list[str]:
+def check_question_length(
+    question: str, options: Sequence[str] = (), *, max_chars: int = DEFAULT_MAX_QUESTION_CHARS
+) -> None:
+    """Refuse a question whose text and options together pass ``max_chars`` characters.
+
+    Checked first and on its own, so an oversized question is refused before any other
+    check quotes it back, and so that readers of many questions (eval rows, chat scripts)
+    can refuse the whole input before the first is asked.
+    """
+    size = (len(question) if isinstance(question, str) else 0) + sum(
+        len(option) for option in options if isinstance(option, str)
+    )
+    if size > max_chars:
+        raise QuestionError(
+            f"invalid question: the question and its options are {size:,} characters long, "
+            f"over the limit of {max_chars:,} (config question.max_chars)"
+        )
+
+
+def validate_question(
+    question: str,
+    options: Sequence[str] = (),
+    *,
+    max_chars: int | None = DEFAULT_MAX_QUESTION_CHARS,
+) -> list[str]:
     """Check a question before any model call; return its option letters (none for a
     free-form question).
 
-    A question that cannot be answered well-formedly (no text, a single option, more than
-    26, two options with one letter or the same text, an option with no text or on several
-    lines) is refused here with a message
-    naming the problem, instead of failing after every call has been paid for.
+    A question that cannot be answered well-formedly (longer than ``max_chars`` with its
+    options, no text, a single option, more than 26, two options with one letter or the
+    same text, an option with no text or on several lines) is refused here with a message
+    naming the problem, instead of failing after every call has been paid for. ``max_chars``
+    None: the caller checks the length against its config itself (benchmark loaders, whose
+    runs check every selected question before the first is asked).
     """
+    options = list(options)
+    if max_chars is not None:
+        check_question_length(question, options, max_chars=max_chars)
     problems = []
     if not isinstance(question, str) or not question.strip():
         problems.append("the question is empty")

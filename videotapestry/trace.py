@@ -4,6 +4,11 @@ A researcher debugging a wrong answer needs to see what each agent was asked, wh
 (image references with timestamps, never the bytes), what it returned and what it cost.
 Secrets never reach a trace: events hold no request headers, and ``save`` also scrubs the
 values of the configured API-key variables and anything shaped like a bearer token.
+
+``redact`` is the one redaction step of the package: the model layer passes every reply
+through it as the reply arrives (so results, memories, checkpoints and the response cache
+never hold a key a model echoed), and errors, logs and traces pass through it on their way
+out. It lives here, at the bottom of the layers, so that every layer can reach it.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import os
 import re
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -22,10 +28,17 @@ from pydantic import BaseModel, Field
 from videotapestry.files import write_atomic
 
 _SECRET_PATTERNS = (
-    re.compile(r"(?i)bearer\s+[A-Za-z0-9._\-]+"),
+    # A token follows "Bearer": a long run with a digit in it, so that reply text such as
+    # "the bearer of the flag" is left alone.
+    re.compile(r"(?i)\bbearer\s+(?=[A-Za-z0-9._\-~+/]*\d)[A-Za-z0-9._\-~+/]{12,}=*"),
     re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),
 )
+#: The userinfo of a URL (``http://user:password@host``): dropped wherever a URL is shown.
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/@?#]+@")
 REDACTED = "[REDACTED]"
+#: A configured value shorter than this is a placeholder (``EMPTY``, ``ollama``, ``none``),
+#: not a secret; replacing it would corrupt replies and memories that use the word.
+MIN_SECRET_CHARS = 8
 
 
 class TraceEvent(BaseModel):
@@ -44,12 +57,50 @@ class TraceEvent(BaseModel):
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, REDACTED)
+    """``text`` with each of ``secrets``, anything shaped like a key and every URL's userinfo
+    taken out. The longest secret goes first, so ``user:password`` leaves no ``user:`` behind."""
+    for secret in sorted({s for s in secrets if len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
     for pattern in _SECRET_PATTERNS:
         text = pattern.sub(REDACTED, text)
-    return text
+    return _USERINFO.sub(r"\1", text)
+
+
+def display_url(url: str) -> str:
+    """``url`` fit to print: without the ``user:password@`` a base URL may carry."""
+    return _USERINFO.sub(r"\1", url)
+
+
+def without_url_credentials(tree: Any) -> Any:
+    """``tree`` (JSON-like: a resolved config) with every URL's ``user:password@`` dropped,
+    for the copies of a config that are kept and shared (a memory's manifest, an eval run's
+    header). Where a model is served decides no answer, so a copy without the password
+    loses nothing of what it records."""
+    if isinstance(tree, dict):
+        return {key: without_url_credentials(value) for key, value in tree.items()}
+    if isinstance(tree, list):
+        return [without_url_credentials(value) for value in tree]
+    return display_url(tree) if isinstance(tree, str) else tree
+
+
+def url_credentials(urls: Iterable[str | None]) -> list[str]:
+    """The credentials in the userinfo of ``urls`` (the whole ``user:password`` and the
+    password), as written and percent-decoded, for ``redact`` to find wherever they appear
+    alone, such as in a reply that echoes them."""
+    found: list[str] = []
+    for url in urls:
+        if not url or "@" not in url:
+            continue
+        try:
+            netloc = urllib.parse.urlsplit(url.strip()).netloc
+        except ValueError:
+            continue
+        userinfo = netloc.rpartition("@")[0]
+        password = userinfo.partition(":")[2]
+        for value in (userinfo, password):
+            if value:
+                found += [value, urllib.parse.unquote(value)]
+    return found
 
 
 def secrets_from_env(variable_names: Iterable[str]) -> list[str]:
@@ -62,11 +113,13 @@ _SECRET_NAME = re.compile(r"(?i)(?:key|token|secret|password)$")
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` fit to print or store: ``secrets``, the value of every environment variable
-    named like a secret (``*_API_KEY``, ``*_TOKEN``, ...) and anything shaped like a bearer
+    named like a secret (``*_API_KEY``, ``*_TOKEN``, ...), the credentials of any URL in the
+    environment (``OPENAI_BASE_URL=http://user:key@host``) and anything shaped like a bearer
     token or an ``sk-`` key replaced. For messages that leave the process (stderr, run
     records, build reports), which may quote a server's error body that echoes the key."""
     named = [v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8]
-    return redact(text, [*secrets, *named])
+    in_urls = url_credentials(v for v in os.environ.values() if "://" in v)
+    return redact(text, [*secrets, *named, *in_urls])
 
 
 class Trace:

@@ -27,7 +27,6 @@ the fallback too.
 from __future__ import annotations
 
 import codecs
-import json
 import math
 import re
 import threading
@@ -37,6 +36,7 @@ from typing import Any, Literal
 
 from videotapestry.asr.types import TranscriptLine, VideoRef, lines_in_windows
 from videotapestry.errors import SubtitleError
+from videotapestry.files import parse_json
 from videotapestry.video.container import VideoInfo, probe
 from videotapestry.video.windows import TimeWindow
 
@@ -213,10 +213,7 @@ def parse_longvideobench(
     text: str, *, source: str = "<text>"
 ) -> tuple[list[tuple[float, float | None, str]], int]:
     """(start, end, text) of each LongVideoBench subtitle entry, and how many were unreadable."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SubtitleError(f"subtitle file {source} is not valid JSON: {exc}") from None
+    data = parse_json(text, f"subtitle file {source}", SubtitleError)  # deep nesting too
     if not isinstance(data, list):
         raise SubtitleError(f"subtitle file {source} must hold a JSON list of entries")
     entries: list[tuple[float, float | None, str]] = []

@@ -1,18 +1,21 @@
 """``videotapestry ask``: one question about a video, with a progress display and a saved trace.
 
 Exit status: 0 answered; 2 an error stopped it (bad input, a configuration the server
-rejects, a refused key); 3 answered, but the run lost part of the method
-(``Result.degraded``: ASR or frames lost, a call that took its fallback, a guessed answer),
-each loss printed on stderr; ``--allow-degraded`` turns 3 into 0; 130 stopped with Ctrl-C.
+rejects, a refused key), or the answer was printed but its trace could not be written (a
+read-only folder, a full disk: said after the answer); 3 answered, but the run lost part of
+the method (``Result.degraded``: ASR or frames lost, a call that took its fallback, a guessed
+answer), each loss printed on stderr; ``--allow-degraded`` turns 3 into 0; 130 stopped with Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 
 from videotapestry.commands.common import (
     EXIT_DEGRADED,
+    EXIT_ERROR,
     AddConfigOptions,
     default_trace_path,
     facade,
@@ -20,7 +23,9 @@ from videotapestry.commands.common import (
     finite_float,
     interrupted,
     progress_printer,
+    unwritten_trace,
 )
+from videotapestry.errors import VideoTapestryError
 
 
 def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOptions) -> None:
@@ -81,5 +86,11 @@ async def _ask(args: argparse.Namespace) -> int:
         )
     finally:
         await vt.aclose()
-    trace_path = result.save_trace(args.trace or default_trace_path(result))
-    return finish(result, trace_path, as_json=args.json, allow_degraded=args.allow_degraded)
+    trace_path = args.trace or default_trace_path(result)
+    try:
+        saved = result.save_trace(trace_path)
+    except (OSError, VideoTapestryError) as exc:  # a read-only folder, a full disk
+        finish(result, None, as_json=args.json, allow_degraded=args.allow_degraded)
+        print(unwritten_trace(trace_path, exc), file=sys.stderr)
+        return EXIT_ERROR
+    return finish(result, saved, as_json=args.json, allow_degraded=args.allow_degraded)

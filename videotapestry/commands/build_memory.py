@@ -61,6 +61,12 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         "--restart", action="store_true", help="discard the checkpoints and start over"
     )
     parser.add_argument(
+        "--force",
+        action="store_true",
+        help="build even when OUT holds the memory of another video (it is replaced); "
+        "without it such a build is refused",
+    )
+    parser.add_argument(
         "--export-memdreamer",
         metavar="DIR",
         help="also write MemDreamer's released layout (with --videos: DIR/<video stem>/)",
@@ -115,7 +121,7 @@ def _jobs(args: argparse.Namespace) -> list[BuildJob]:
                     None,
                 )
             export = Path(args.export_memdreamer) / video.stem if args.export_memdreamer else None
-            jobs.append(BuildJob(video, root / video.stem, subtitles, export))
+            jobs.append(BuildJob(video, root / video.stem, subtitles, export, force=args.force))
         return jobs
     if not args.video or not (args.out or args.out_root):
         raise VideoTapestryError(
@@ -124,7 +130,7 @@ def _jobs(args: argparse.Namespace) -> list[BuildJob]:
     out = Path(args.out or args.out_root)
     export = Path(args.export_memdreamer) if args.export_memdreamer else None
     subtitles = Path(args.subtitles) if args.subtitles else None
-    return [BuildJob(Path(args.video), out, subtitles, export)]
+    return [BuildJob(Path(args.video), out, subtitles, export, force=args.force)]
 
 
 def _list_videos(source: Path) -> list[Path]:

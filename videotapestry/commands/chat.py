@@ -6,8 +6,10 @@ without a terminal: a text file with one question per line (``#`` comments and b
 skipped), or JSON / JSON Lines of ``{"question": ..., "options": [...]}``. A line may carry
 options after `` | `` (``Which gate? | A. Gate A | B. Gate B``). Each turn prints its answer,
 the times it cites and what changed the method; a follow-up whose "that" was resolved shows
-how it was read. Every turn's trace is saved. Exit status as ``ask``: 0, 2 on an error,
-3 when a turn lost part of the method (unless ``--allow-degraded``).
+how it was read. Every turn's trace is saved. Exit status as ``ask``: 0, 2 on an error
+(a refused scripted turn named by its number; a trace that could not be written, said after
+that turn's answer), 3 when a turn lost part of the method (unless ``--allow-degraded``).
+A byte-order mark before a script's first question is dropped.
 """
 
 from __future__ import annotations
@@ -24,14 +26,17 @@ from typing import TYPE_CHECKING
 
 from videotapestry.commands.common import (
     EXIT_DEGRADED,
+    EXIT_ERROR,
     AddConfigOptions,
     answer_line,
     citation_lines,
     facade,
     progress_printer,
+    unwritten_trace,
 )
 from videotapestry.errors import QuestionError, VideoTapestryError
 from videotapestry.files import parse_json
+from videotapestry.question import check_question_length
 
 if TYPE_CHECKING:
     from videotapestry.result import Result
@@ -104,15 +109,19 @@ def read_script(path: str | Path) -> list[ChatTurn]:
         raise VideoTapestryError(
             f"the chat script {path} is not UTF-8 text (byte {exc.start})"
         ) from None
+    text = text.removeprefix("\ufeff")  # a byte-order mark (Notepad's) is no part of a question
     stripped = text.lstrip()
     if stripped.startswith("["):
         rows = _json(path, stripped)
         if not isinstance(rows, list):
             raise VideoTapestryError(f"{path}: a JSON chat script is a list of turns")
         return [_turn(path, n, row) for n, row in enumerate(rows, start=1)]
-    if stripped.startswith("{"):
-        lines = [line for line in text.splitlines() if line.strip()]
-        return [_turn(path, n, _json(path, line)) for n, line in enumerate(lines, start=1)]
+    if stripped.startswith("{"):  # JSON Lines: errors name the file's line, as an editor counts
+        lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        return [
+            _turn(path, turn, _json(path, line, number), f"{path}:{number}")
+            for turn, (number, line) in enumerate(lines, start=1)
+        ]
     turns = [parse_line(line) for line in text.splitlines()]
     found = [t for t in turns if t is not None]
     if not found:
@@ -120,19 +129,31 @@ def read_script(path: str | Path) -> list[ChatTurn]:
     return found
 
 
-def _json(path: Path, text: str) -> object:
-    return parse_json(text, f"the chat script {path}", VideoTapestryError)
+def _json(path: Path, text: str, line: int | None = None) -> object:
+    where = f"{path}" if line is None else f"{path}:{line}"
+    return parse_json(text, f"the chat script {where}", VideoTapestryError)
 
 
-def _turn(path: Path, number: int, row: object) -> ChatTurn:
+def _turn(path: Path, number: int, row: object, where: str | None = None) -> ChatTurn:
+    where = where or str(path)
     if isinstance(row, str):
         row = {"question": row}
     if not isinstance(row, dict) or not isinstance(row.get("question"), str):
-        raise VideoTapestryError(f"{path}: turn {number} needs a 'question' string")
+        raise VideoTapestryError(f"{where}: turn {number} needs a 'question' string")
     options = row.get("options") or []
     if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
-        raise VideoTapestryError(f"{path}: turn {number}'s 'options' must be a list of strings")
+        raise VideoTapestryError(f"{where}: turn {number}'s 'options' must be a list of strings")
     return ChatTurn(row["question"], list(options))
+
+
+def check_script(path: str | Path, turns: list[ChatTurn], max_chars: int) -> None:
+    """Refuse a script with a turn over the question limit before its first turn is asked,
+    rather than pay for the turns before it and stop part-way."""
+    for number, turn in enumerate(turns, start=1):
+        try:
+            check_question_length(turn.question, turn.options, max_chars=max_chars)
+        except QuestionError as exc:
+            raise QuestionError(f"the chat script {path}, turn {number}: {exc}") from None
 
 
 def _typed_turns() -> Iterator[ChatTurn]:
@@ -158,6 +179,8 @@ async def _chat(args: argparse.Namespace, scripted: list[ChatTurn] | None) -> in
     degraded = 0
     trace_dir = Path(args.trace_dir)
     try:
+        if scripted is not None:
+            check_script(args.script, scripted, vt.config.question.max_chars)
         with vt.conversation(
             args.video,
             args.memory,
@@ -169,11 +192,20 @@ async def _chat(args: argparse.Namespace, scripted: list[ChatTurn] | None) -> in
                 try:
                     result = await chat.aask(turn.question, turn.options or None)
                 except QuestionError as exc:
-                    if scripted is not None:
-                        raise
+                    if scripted is not None:  # the turns before it were answered and shown
+                        raise QuestionError(
+                            f"the chat script {args.script}, turn {number} "
+                            f"({turn.question[:60]!r}): {exc}"
+                        ) from None
                     print(f"videotapestry: {exc}", file=sys.stderr)  # typed wrong: ask again
                     continue
-                trace = result.save_trace(trace_dir / f"chat-{result.run_id}-turn{number}.json")
+                path = trace_dir / f"chat-{result.run_id}-turn{number}.json"
+                try:
+                    trace = result.save_trace(path)
+                except (OSError, VideoTapestryError) as exc:  # read-only folder, full disk
+                    _show(number, result, None, as_json=args.json)
+                    print(unwritten_trace(path, exc), file=sys.stderr)
+                    return EXIT_ERROR
                 degraded += bool(result.degraded)
                 _show(number, result, trace, as_json=args.json)
     finally:
@@ -188,9 +220,10 @@ async def _chat(args: argparse.Namespace, scripted: list[ChatTurn] | None) -> in
     return 0
 
 
-def _show(number: int, result: Result, trace: Path, *, as_json: bool) -> None:
+def _show(number: int, result: Result, trace: Path | None, *, as_json: bool) -> None:
     if as_json:
-        record = {"turn": number, **result.to_dict(), "trace_path": str(trace)}
+        shown = None if trace is None else str(trace)
+        record = {"turn": number, **result.to_dict(), "trace_path": shown}
         print(json.dumps(record, ensure_ascii=False), flush=True)
         return
     print(f"[{number}] {result.asked or result.question}")
@@ -203,4 +236,4 @@ def _show(number: int, result: Result, trace: Path, *, as_json: bool) -> None:
         print(f"    warning: {warning.render()}")
     for degradation in result.degraded:
         print(f"    degraded: {degradation.render()}")
-    print(f"    trace: {trace}", flush=True)
+    print(f"    trace: {trace or 'not written'}", flush=True)

@@ -156,6 +156,17 @@ def progress_printer(quiet: bool) -> ProgressCallback:
     return progress
 
 
+def unwritten_trace(path: str | Path, exc: Exception) -> str:
+    """The line said after an answer whose trace could not be written: the answer was
+    printed first, so a full disk or a read-only folder loses only the trace."""
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    where = f" ({exc.filename})" if isinstance(exc, OSError) and exc.filename else ""
+    return (
+        f"videotapestry: error: the trace could not be written to {path}: {reason}{where}; "
+        f"the answer above stands (exit status {EXIT_ERROR}; pass --trace a writable path)"
+    )
+
+
 def default_trace_path(result: Result) -> Path:
     """A new file per run, so a rerun of the same question never overwrites a trace."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -205,11 +216,12 @@ def answer_line(result: Result) -> str:
     return f"answer: {result.answer_text or '(none)'}"
 
 
-def finish(result: Result, trace_path: Path, *, as_json: bool, allow_degraded: bool) -> int:
+def finish(result: Result, trace_path: Path | None, *, as_json: bool, allow_degraded: bool) -> int:
     """Print one result (text or one JSON line), its warnings and degradations, and the exit
-    status."""
+    status; ``trace_path`` None: the trace could not be written (the caller says why)."""
     if as_json:
-        print(json.dumps({**result.to_dict(), "trace_path": str(trace_path)}, ensure_ascii=False))
+        shown = None if trace_path is None else str(trace_path)
+        print(json.dumps({**result.to_dict(), "trace_path": shown}, ensure_ascii=False))
     else:
         print(answer_line(result))
         print(f"reasoning: {result.reasoning}")
@@ -226,7 +238,7 @@ def finish(result: Result, trace_path: Path, *, as_json: bool, allow_degraded: b
         print(
             f"calls {usage.calls}, images {usage.images}, tokens {usage.prompt_tokens}/"
             f"{usage.completion_tokens}, {cost}, memory ≈{result.memory_tokens} tokens, "
-            f"{result.elapsed_s:.1f} s; trace: {trace_path}"
+            f"{result.elapsed_s:.1f} s; trace: {trace_path or 'not written'}"
         )
         if result.observation_disabled:
             print(f"observation disabled: {result.observation_disabled}")

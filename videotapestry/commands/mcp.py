@@ -56,6 +56,7 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
 def run(args: argparse.Namespace) -> int:
     from videotapestry.config import load_config
     from videotapestry.serve.access import BearerTokenMiddleware, bind_token
+    from videotapestry.serve.limits import BodySizeLimit
     from videotapestry.serve.mcp_server import McpSettings, create_mcp_server, default_traces_dir
     from videotapestry.serve.roots import Roots
 
@@ -71,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         import uvicorn
 
         app = server.streamable_http_app(host=args.host)
-        asgi = BearerTokenMiddleware(app, token) if token else app
+        limited = BodySizeLimit(app, max_bytes=config.serve.max_request_bytes)
+        asgi = BearerTokenMiddleware(limited, token) if token else limited
         print(
             f"videotapestry mcp: serving http://{args.host}:{args.port}/mcp"
             + (" (token required)" if token else ""),

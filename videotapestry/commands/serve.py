@@ -6,7 +6,11 @@ Only files under the ``--root`` folders are listed, read or streamed. The server
 every request. ``--sample`` serves the shipped sample video with the offline model (what
 ``make serve`` runs).
 
-Exit status: 0 when stopped, 2 when it cannot start (a bad root, a bind without a token).
+A damaged job store in the data directory is moved aside and a new one started (see
+``serve.jobs``) before the server binds: what stops a start is only what the user must fix.
+
+Exit status: 0 when stopped, 2 when it cannot start (a bad root, a bind without a token, a
+data directory that is not a folder or cannot be written, an address already in use).
 """
 
 from __future__ import annotations
@@ -76,15 +80,45 @@ def run(args: argparse.Namespace) -> int:
         roots=Roots.of(roots),
         data_dir=Path(args.data_dir or config.serve.data_dir or _default_data_dir()),
         token=token,
+        allowed_hosts=(f"{f'[{args.host}]' if ':' in args.host else args.host}:{args.port}",),
     )
+    open_data_dir(settings.data_dir)
     print(
         f"videotapestry: serving {', '.join(map(str, settings.roots.folders))} at "
         f"http://{args.host}:{args.port}/",
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="warning")
+    try:
+        uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="warning")
+    except SystemExit as exc:  # uvicorn's own exit: 1 or 3 when it could not start
+        if exc.code in (0, None):
+            return 0
+        raise VideoTapestryError(
+            f"the server could not start on {args.host}:{args.port} (the reason is above)"
+        ) from None
     return 0
+
+
+def open_data_dir(data_dir: Path) -> None:
+    """Make the data directory and open its job store once before the server binds, so a
+    data directory that cannot be used is one clear error, and a damaged store is moved
+    aside (and said so) before the first request."""
+    from videotapestry.serve.jobs import JobStore, JobStoreError
+
+    if data_dir.exists() and not data_dir.is_dir():
+        raise JobStoreError(
+            f"data directory {data_dir} is not a folder; pass --data-dir a folder (new, or "
+            "one a server made)"
+        )
+    try:
+        (data_dir / "traces").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise JobStoreError(
+            f"data directory {data_dir} cannot be made: {exc.strerror} ({exc.filename}); "
+            "pass --data-dir a folder this user can write"
+        ) from None
+    JobStore(data_dir).close()
 
 
 def _default_data_dir() -> Path:

@@ -58,7 +58,7 @@ from videotapestry.config.models import (
 )
 from videotapestry.config.renames import RENAMED_KEYS, RenamedKey
 from videotapestry.config.retrieval import EmbeddingConfig, EvidenceConfig
-from videotapestry.config.run import Config, PromptsConfig, VariantName
+from videotapestry.config.run import Config, PromptsConfig, QuestionConfig, VariantName
 from videotapestry.config.serve import ServeConfig
 from videotapestry.config.video import ImagesConfig, VideoConfig
 
@@ -96,6 +96,7 @@ __all__ = [
     "OverviewSettings",
     "Price",
     "PromptsConfig",
+    "QuestionConfig",
     "RayBuildSettings",
     "RayConfig",
     "RayEvalSettings",

@@ -17,6 +17,7 @@ from videotapestry.config.retrieval import EmbeddingConfig, EvidenceConfig
 from videotapestry.config.serve import ServeConfig
 from videotapestry.config.video import ImagesConfig, VideoConfig
 from videotapestry.errors import ConfigError
+from videotapestry.question import DEFAULT_MAX_QUESTION_CHARS
 from videotapestry.variants import VARIANT_NAMES, variant_named
 
 
@@ -25,6 +26,18 @@ class PromptsConfig(StrictModel):
 
     override_dir: str | None = Field(
         None, description="a directory whose template files replace the shipped ones by name"
+    )
+
+
+class QuestionConfig(StrictModel):
+    """What a question may be, checked where every question enters (``ask``, ``chat``, eval
+    rows, the REST API and MCP) before anything is stored or asked."""
+
+    max_chars: int = Field(
+        DEFAULT_MAX_QUESTION_CHARS,
+        ge=100,
+        description="longest question, its options included, in characters; a longer one is "
+        "refused with this limit named (benchmark questions stay under 2,000)",
     )
 
 
@@ -59,6 +72,7 @@ class Config(StrictModel):
     embedding: EmbeddingConfig = EmbeddingConfig()
     evidence: EvidenceConfig = EvidenceConfig()
     prompts: PromptsConfig = PromptsConfig()
+    question: QuestionConfig = QuestionConfig()
     builder: BuilderConfig = BuilderConfig()
     executor: ExecutorConfig = ExecutorConfig()
     serve: ServeConfig = ServeConfig()

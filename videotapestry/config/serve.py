@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from videotapestry.config.base import StrictModel
 
@@ -22,3 +22,30 @@ class ServeConfig(StrictModel):
     )
     max_builds: int = Field(1, ge=1, description="memory builds running at once")
     max_questions: int = Field(2, ge=1, description="questions (and eval runs) answered at once")
+    max_request_bytes: int = Field(
+        1_048_576,
+        ge=1024,
+        description="largest request body the REST API reads, in bytes; a larger one is "
+        "answered 413 before any of it is stored (a question is a few KB; 1 MiB leaves room "
+        "for long option lists)",
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names the web app answers to besides its own address and localhost "
+        "(any other Host gets 421, a page of another site 403): a reverse proxy's public "
+        "host, as name, name:port or name:* (any port)",
+    )
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts_not_urls(cls, hosts: list[str]) -> list[str]:
+        """An entry is compared with the Host header as sent: a URL or a blank would never
+        match, and the proxy would get 421 with no hint why."""
+        for host in hosts:
+            bare_ipv6 = host.count(":") > 1 and not host.startswith("[")
+            if not host.strip() or any(c in host for c in "/@ \t") or bare_ipv6:
+                raise ValueError(
+                    f"{host!r} is not a host: give name, name:port or name:* "
+                    "(e.g. videos.example.com, not https://videos.example.com/)"
+                )
+        return hosts

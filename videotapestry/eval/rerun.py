@@ -208,7 +208,11 @@ def rerun_spec(
         out=out,
         options=replace(options, variants=tuple(info.variants)),
         videos=None if no_video else where(relocation.videos, info.inputs.videos),
-        subtitles=where(relocation.subtitles, info.inputs.subtitles),
+        # A run without video never read its recorded subtitles (older versions took them);
+        # ones given now are refused by check_spec, as for a new run.
+        subtitles=relocation.subtitles
+        if no_video
+        else where(relocation.subtitles, info.inputs.subtitles),
         mode="open" if extra.get("mode") == "open" else "mc",
         duration=info.selection.duration,
         ids=frozenset(info.selection.question_ids),

@@ -52,6 +52,7 @@ from videotapestry.eval.run_reader import (
 )
 from videotapestry.files import disk_full_named, write_json_atomic
 from videotapestry.prompts import TEMPLATE_SUFFIX, PromptRegistry, short_hash
+from videotapestry.trace import display_url, without_url_credentials
 
 #: Where ``eval --rerun`` writes the recorded prompt texts inside the new run directory (the
 #: run's ``prompts.override_dir``), so the repeat renders exactly what the run rendered.
@@ -169,7 +170,9 @@ def new_run_info(
     ``open``: the same ids, other questions) are part of its identity like the config.
     ``selection`` and ``inputs`` (which questions, which files) are what ``eval --rerun``
     repeats; the prompt texts and package versions are taken here."""
-    config_json = config.model_dump(mode="json")
+    # Kept and shared: without a base URL's password (a rerun that needs it is given the URL
+    # again, ``-o models.default.base_url=...``; where a model is served is no identity).
+    config_json = without_url_credentials(config.model_dump(mode="json"))
     records = prompt_records(prompts)
     return RunInfo(
         format=RUN_FORMAT,
@@ -181,7 +184,7 @@ def new_run_info(
         prompt_hashes={name: record.hash for name, record in records.items()},
         models=models_by_role(config),
         created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        command=list(command),
+        command=[display_url(arg) for arg in command],
         prompts=records,
         packages=package_versions(),
         inputs=inputs,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from videotapestry.errors import ConfigError
+from videotapestry.errors import ConfigError, QuestionError
 from videotapestry.eval.grounding import grounding
 from videotapestry.eval.run_reader import RunInputs, RunSelection
 from videotapestry.eval.run_writer import RunDirectory, new_run_info
@@ -28,6 +28,7 @@ from videotapestry.eval.runner import (
     check_variants,
 )
 from videotapestry.eval.scoring import is_correct, is_scored
+from videotapestry.question import check_question_length
 
 if TYPE_CHECKING:
     from videotapestry.api import VideoTapestry
@@ -131,10 +132,26 @@ def with_variants(spec: EvalSpec, default: str) -> EvalSpec:
     return replace(spec, options=replace(spec.options, variants=variants))
 
 
+def check_question_lengths(questions: Sequence[EvalQuestion], max_chars: int) -> None:
+    """Refuse the run when a selected question is longer than ``max_chars`` (config
+    ``question.max_chars``), naming it, before the run directory is made or anything asked:
+    a run that recorded it as a failure would have filled its traces with it first."""
+    for question in questions:
+        try:
+            check_question_length(question.question, question.options, max_chars=max_chars)
+        except QuestionError as exc:
+            raise QuestionError(f"question {question.id!r} of the benchmark: {exc}") from None
+
+
 def check_spec(spec: EvalSpec) -> None:
     """What no run of ``spec`` could do, refused before anything is opened."""
     if spec.no_video and spec.options.build_missing:
         raise ConfigError("--build-missing builds memories from the videos; not with --no-video")
+    if spec.no_video and spec.subtitles is not None:  # read only when the video is observed
+        raise ConfigError(
+            "--subtitles is the speech of the videos, heard only while observing them; with "
+            "--no-video the answers come from the memories alone: drop one of the two"
+        )
     if spec.options.concurrency < 1:
         raise ConfigError(f"--concurrency must be at least 1, got {spec.options.concurrency}")
 
@@ -151,6 +168,7 @@ async def run_evaluation(
     """Answer ``questions`` into the spec's run directory (created, or resumed when it was
     made by the same method); the directory and the outcome."""
     check_spec(spec)
+    check_question_lengths(questions, vt.config.question.max_chars)
     info = new_run_info(
         benchmark=spec.benchmark,
         annotations=spec.annotations,
@@ -248,6 +266,7 @@ def summarize(outcome: RunOutcome) -> list[VariantSummary]:
 __all__ = [
     "EvalSpec",
     "VariantSummary",
+    "check_question_lengths",
     "check_spec",
     "run_evaluation",
     "select_questions",

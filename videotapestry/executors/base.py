@@ -34,6 +34,8 @@ class BuildJob:
     out: Path
     subtitles: Path | None = None
     export_memdreamer: Path | None = None
+    #: Replace the memory of another video that ``out`` holds (``build-memory --force``).
+    force: bool = False
 
     def absolute(self) -> BuildJob:
         """The same job with absolute paths, for a worker whose working directory differs."""

@@ -25,7 +25,7 @@ async def build_job(
     builder: MemoryBuilder, job: BuildJob, *, restart: bool = False
 ) -> BuildOutcome:
     """Build (or resume) one job with ``builder``; errors of ours become the outcome."""
-    from memory_builders.report import BuildStoppedError
+    from memory_builders.report import BuildError, BuildStoppedError
 
     try:
         result = await builder.abuild(
@@ -34,6 +34,7 @@ async def build_job(
             subtitles=job.subtitles,
             export_memdreamer=job.export_memdreamer,
             restart=restart,
+            force=job.force,
         )
     except VideoTapestryError as exc:  # BuildError, or a video/config/ASR problem
         return BuildOutcome(
@@ -43,6 +44,12 @@ async def build_job(
             stopped=isinstance(exc, BuildStoppedError),
             exception=exc,
         )
+    except OSError as exc:  # a read-only or vanished output folder, a path through a file
+        error = BuildError(
+            f"cannot build {job.video} into {job.out}: {exc.strerror or exc}"
+            + (f" ({exc.filename})" if exc.filename else "")
+        )
+        return BuildOutcome(job, error=str(error), error_type=type(error).__name__, exception=error)
     return BuildOutcome(job, report=result.report)
 
 

@@ -36,7 +36,7 @@ from videotapestry.errors import (
 from videotapestry.llm.loop_thread import LoopThread
 from videotapestry.llm.monitor import monitored_http_client
 from videotapestry.llm.types import Message, ModelRequest, ModelResponse, TokenUsage
-from videotapestry.trace import scrub
+from videotapestry.trace import display_url, scrub, url_credentials
 
 #: The order in which ``json_mode: auto`` tries output modes; the last always works.
 JSON_MODES = ("json_schema", "json_object", "prompt")
@@ -66,8 +66,10 @@ class OpenAICompatibleClient:
             api_key=api_key,
             http_client=monitored_http_client(openai.DefaultAsyncHttpxClient),
         )
-        self._api_key = api_key
-        self.endpoint = str(self._client.base_url).rstrip("/")
+        # The key and any credentials in the URL are what ``_scrubbed`` takes out of errors;
+        # the endpoint names this client in messages, logs and reports, so it carries none.
+        self._secrets = [api_key, *url_credentials([base_url, str(self._client.base_url)])]
+        self.endpoint = display_url(str(self._client.base_url)).rstrip("/")
         self._rejected_modes: set[str] = set()
         # The client with each (timeout, retries) of the requests, made once: ``with_options``
         # copies the SDK client, and each copy is a reference cycle left for the collector.
@@ -89,7 +91,9 @@ class OpenAICompatibleClient:
     def from_settings(cls, settings: ModelSettings) -> OpenAICompatibleClient:
         api_key = os.environ.get(settings.api_key_env)
         if not api_key:
-            where = settings.base_url or os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
+            where = display_url(
+                settings.base_url or os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
+            )
             raise ModelAuthError(
                 f"environment variable {settings.api_key_env} is not set; export the API key "
                 f"for {where} there (local servers usually accept any value, e.g. EMPTY)",
@@ -184,8 +188,9 @@ class OpenAICompatibleClient:
         )
 
     def _scrubbed(self, error: ModelCallError) -> ModelCallError:
-        """``error`` with its message cleared of this endpoint's key and key-shaped text."""
-        error.args = (scrub(str(error), [self._api_key]),)
+        """``error`` with its message cleared of this endpoint's key, its URL's credentials
+        and key-shaped text."""
+        error.args = (scrub(str(error), self._secrets),)
         return error
 
     def _typed_error(self, exc: openai.OpenAIError, request: ModelRequest) -> ModelCallError:

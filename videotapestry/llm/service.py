@@ -9,6 +9,11 @@ per-endpoint semaphore → client (with the SDK's retries and timeout) → cache
 record → trace event. ``complete_json`` adds parsing, validation and one repair retry, then
 raises ``StructuredOutputError`` for the caller's documented fallback.
 
+Every reply, fresh or cached, leaves ``_send`` redacted of the configured keys and base URL
+credentials (``secrets``): a model that echoes a key would otherwise carry it into
+everything built from its reply (results, traces, memories, checkpoints, job rows, the
+cache), and this is the one place all replies pass.
+
 The cache rule: a cache holds good replies only. A text reply is good when it is not empty;
 a JSON reply when it parsed and validated, so it is stored after validation, never on
 arrival, and a reply that failed (the one a repair retry was needed for, or the one a
@@ -26,7 +31,7 @@ import os
 import time
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -58,7 +63,15 @@ from videotapestry.llm.structured import (
 from videotapestry.llm.types import JsonSpec, Message, ModelRequest, ModelResponse
 from videotapestry.llm.usage import PriceTable, UsageLedger, UsageRecord
 from videotapestry.prompts import RenderedPrompt
-from videotapestry.trace import Trace, TraceEvent, secrets_from_env
+from videotapestry.trace import (
+    Trace,
+    TraceEvent,
+    display_url,
+    redact,
+    scrub,
+    secrets_from_env,
+    url_credentials,
+)
 
 log = logging.getLogger("videotapestry.llm")
 
@@ -100,6 +113,10 @@ class ModelService:
         # with a schema generator that is a reference cycle of ~60 bound methods, which was
         # the largest share of the cyclic garbage of an eval (16 calls a question).
         self._schemas: dict[type[BaseModel], dict[str, Any]] = {}
+        # Where each role's secret lives, resolved once (``secrets`` runs for every reply).
+        every_role = [config.models.settings_for(role) for role in MODEL_ROLES]
+        self._key_variables = {settings.api_key_env for settings in every_role}
+        self._base_urls = {settings.base_url for settings in every_role}
 
     def json_schema(self, output_model: type[BaseModel]) -> dict[str, Any]:
         """``output_model``'s JSON schema (shared by every request: do not change it)."""
@@ -129,7 +146,9 @@ class ModelService:
         for role in roles:
             settings = self.config.models.settings_for(role)
             if settings.provider == "openai" and not os.environ.get(settings.api_key_env):
-                where = settings.base_url or os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
+                where = display_url(
+                    settings.base_url or os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
+                )
                 raise ModelAuthError(
                     f"environment variable {settings.api_key_env} is not set (needed by the "
                     f"{role} role, model {settings.model}); export the API key for {where} "
@@ -139,8 +158,16 @@ class ModelService:
                 )
 
     def secrets(self) -> list[str]:
-        names = {self.config.models.settings_for(role).api_key_env for role in MODEL_ROLES}
-        return secrets_from_env(names)
+        """Every role's key (the judge's and the builder's too) and the credentials of every
+        base URL, read from the environment now: a key exported after the service was made
+        is the one its clients send."""
+        urls = [*self._base_urls, os.environ.get("OPENAI_BASE_URL")]
+        return [*secrets_from_env(self._key_variables), *url_credentials(urls)]
+
+    def redacted(self, response: ModelResponse) -> ModelResponse:
+        """``response`` with its text cleared of ``secrets`` (the same object when clean)."""
+        text = redact(response.text, self.secrets())
+        return response if text == response.text else replace(response, text=text)
 
     def endpoint_for(self, role: str) -> str:
         """The URL ``role``'s calls really go to (base_url, OPENAI_BASE_URL or the default).
@@ -202,7 +229,11 @@ class ModelService:
             try:
                 await asyncio.to_thread(warm)
             except Exception as exc:  # only a head start: the first real call does the work
-                log.warning("warming up the %s client failed: %s", client.endpoint, exc)
+                log.warning(
+                    "warming up the %s client failed: %s",
+                    client.endpoint,
+                    scrub(str(exc), self.secrets()),
+                )
         return True
 
     async def aclose(self) -> None:
@@ -268,10 +299,10 @@ class ModelService:
         if key is not None and self.cache is not None and not fresh:
             cached = await asyncio.to_thread(self.cache.get, key)
             if cached is not None:
-                return cached
+                return self.redacted(cached)  # stored before a key was configured or redacted
         async with limit:
             started = time.perf_counter()
-            response = await self._watched(client, request, progress)
+            response = self.redacted(await self._watched(client, request, progress))
             response.latency_s = time.perf_counter() - started
         if not checked or self.config.cache.keep_failed_replies:
             await self.remember(request, response)
@@ -283,7 +314,7 @@ class ModelService:
             return
         client, _ = self._client(request)
         await asyncio.to_thread(
-            self.cache.put, request_key(request, client.endpoint), request, response
+            self.cache.put, request_key(request, client.endpoint), request, self.redacted(response)
         )
 
     async def _watched(

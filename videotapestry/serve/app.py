@@ -3,7 +3,8 @@
 ``create_app`` builds one app from explicit settings (config, roots, token, data directory),
 so a test, a benchmark and ``videotapestry serve`` each start their own, and nothing is
 shared between them. Every path a request names goes through ``Roots.resolve``; every
-request is checked against the token when one is set; our own errors become a 4xx with
+request is checked against the token when one is set, and refused unless it comes from our
+own names and pages (``access.OwnOriginsMiddleware``); our own errors become a 4xx with
 their message (never a traceback).
 """
 
@@ -27,7 +28,9 @@ from pydantic import BaseModel, Field
 from videotapestry.config import Config
 from videotapestry.errors import VideoTapestryError
 from videotapestry.question import validate_question
+from videotapestry.serve.access import OwnOriginsMiddleware
 from videotapestry.serve.jobs import Job, JobStore, UnknownJobError
+from videotapestry.serve.limits import BodySizeLimit
 from videotapestry.serve.operations import default_memory_dir, memory_outline
 from videotapestry.serve.roots import VIDEO_SUFFIXES, PathOutsideRootsError, Roots
 from videotapestry.serve.runner import JobRunner
@@ -50,15 +53,23 @@ class ServeSettings:
     roots: Roots
     data_dir: Path
     token: str | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names answered besides the address a request arrives on and localhost (the
+    name ``--host`` bound, beside ``serve.allowed_hosts``)."""
 
 
 class BuildRequest(BaseModel):
     kind: Literal["build"]
     video: str = Field(description="a video under the roots (relative to its root)")
     out: str | None = Field(
-        None, description="folder for the memory under the roots; default <root>/memories/<stem>"
+        None,
+        description="folder for the memory under the roots; default <root>/memories/<the "
+        "video's path under its root, without its suffix>",
     )
     subtitles: str | None = Field(None, description="subtitles under the roots instead of ASR")
+    force: bool = Field(
+        False, description="build even when the folder holds another video's memory (replaced)"
+    )
 
 
 class AskRequest(BaseModel):
@@ -127,6 +138,10 @@ def create_app(settings: ServeSettings) -> FastAPI:
     _add_errors(app)
     if settings.token:
         _add_token_check(app, settings.token)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.config.serve.max_request_bytes)
+    # Added last, so it runs first: another site's page gets its refusal before a 401.
+    allowed = (*settings.config.serve.allowed_hosts, *settings.allowed_hosts)
+    app.add_middleware(OwnOriginsMiddleware, allowed_hosts=allowed)
 
     def runner_of(request: Request) -> JobRunner:
         runner: JobRunner = request.app.state.runner
@@ -189,9 +204,14 @@ def create_app(settings: ServeSettings) -> FastAPI:
                 else default_memory_dir(roots, video)
             )
             subtitles = str(roots.resolve(body.subtitles)) if body.subtitles else None
-            build = {"video": str(video), "out": str(out), "subtitles": subtitles}
+            build = {
+                "video": str(video),
+                "out": str(out),
+                "subtitles": subtitles,
+                "force": body.force,
+            }
             return runner.shown(runner.submit("build", build))
-        validate_question(body.question, body.options)
+        validate_question(body.question, body.options, max_chars=settings.config.question.max_chars)
         memory_dir = roots.resolve(body.memory)
         inputs = {
             "memory": str(memory_dir),

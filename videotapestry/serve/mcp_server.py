@@ -35,7 +35,7 @@ from videotapestry.errors import VideoTapestryError
 from videotapestry.memory import open_memory
 from videotapestry.memory.inspect import memory_tree
 from videotapestry.result import Result, load_result
-from videotapestry.serve.operations import ServedAnswer
+from videotapestry.serve.operations import ServedAnswer, default_memory_dir
 from videotapestry.serve.roots import Roots
 from videotapestry.trace import scrub
 
@@ -171,20 +171,29 @@ def create_mcp_server(settings: McpSettings) -> MCPServer:
         ctx: Context,
         out: Annotated[
             str | None,
-            Field(description="the memory folder to write (default memories/<video stem>)"),
+            Field(
+                description="the memory folder to write (default memories/<the video's path "
+                "under its root, without its suffix>)"
+            ),
         ] = None,
         restart: Annotated[bool, Field(description="discard checkpoints, start over")] = False,
+        force: Annotated[
+            bool,
+            Field(description="build even when the folder holds another video's memory"),
+        ] = False,
     ) -> BuildOutput:
         """Build (or resume building) a video's hierarchical memory. Progress is reported as
         the stages advance; a killed build resumes from its checkpoints when called again."""
         with _tool_errors():
             source = roots.resolve(video)
-            target = roots.resolve(out or f"memories/{source.stem}", must_exist=False)
+            target = (
+                roots.resolve(out, must_exist=False) if out else default_memory_dir(roots, source)
+            )
             if not source.is_file():
                 raise VideoTapestryError(f"video {video}: not a file")
             async with one_build_at_a_time, _progress_relay(ctx) as relay:
                 build = await vt.abuild_memory(
-                    source, target, restart=restart, on_stage=relay.stage
+                    source, target, restart=restart, on_stage=relay.stage, force=force
                 )
             return _build_output(roots, target, build.report.to_json())
 

@@ -61,10 +61,14 @@ class ReportingProgress(BuildProgress):
 
 
 def default_memory_dir(roots: Roots, video: Path) -> Path:
-    """``<the video's root>/memories/<video stem>``: where the library finds it again."""
+    """``<the video's root>/memories/<its path under the root, less the suffix>``: where the
+    library finds it again. The whole path, not the stem: ``a/talk.mp4`` and ``b/talk.mp4``
+    get ``memories/a/talk`` and ``memories/b/talk``, not one folder that the second build
+    would take over (two suffixes of one name, ``talk.mp4`` and ``talk.mkv``, still share
+    one: the builder refuses the second, as the folder holds another video's memory)."""
     for root in roots.folders:
         if video.is_relative_to(root):
-            return root / MEMORIES_FOLDER / video.stem
+            return root / MEMORIES_FOLDER / video.relative_to(root).with_suffix("")
     raise VideoTapestryError(f"video {video}: not under the server's roots")
 
 
@@ -76,8 +80,10 @@ def build_memory(
     embedder: Embedder,
     progress: BuildProgress,
     subtitles: Path | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Build (or resume building) ``video``'s memory into ``out``; its build report as JSON.
+    ``force``: replace the memory of another video that ``out`` holds.
 
     Runs to the end in the calling thread with a facade of its own (its own model clients
     and event loop) sharing ``embedder``, so a server's event loop keeps answering while a
@@ -87,7 +93,7 @@ def build_memory(
     from videotapestry.api import VideoTapestry
 
     vt = VideoTapestry(config, embedder=embedder)
-    result = vt.build_memory(video, out, subtitles, progress=progress)
+    result = vt.build_memory(video, out, subtitles, progress=progress, force=force)
     report: dict[str, Any] = result.report.to_json()
     return report
 

@@ -4,13 +4,18 @@ The REST API, the browser UI and the MCP server all take paths from whoever is o
 end of a socket. Each such path is resolved here (``..``, symlinks, percent-encoding and
 absolute paths included) and refused unless the resolved file lies under one of the roots the
 server was started with, so no route or tool can read outside them by forgetting a check.
+
+A file or folder whose name is not UTF-8 cannot be named to a client (JSON is text) nor asked
+for back, so the listings skip it, with a logged warning naming it (bytes escaped) once per
+server, instead of failing the whole listing.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -26,6 +31,9 @@ EVAL_RUN_MARKER = "results.jsonl"
 """A folder holding this file is listed as an eval run (one line per finished question)."""
 
 
+_log = logging.getLogger(__name__)
+
+
 class PathOutsideRootsError(VideoTapestryError, PermissionError):
     """A requested path resolves outside every configured root (or names nothing usable)."""
 
@@ -35,6 +43,8 @@ class Roots:
     """The resolved folders a server may read; built once at start-up and passed explicitly."""
 
     folders: tuple[Path, ...]
+    #: Names not UTF-8 already warned about (each is said once, not on every listing).
+    _warned: set[str] = field(default_factory=set, compare=False, repr=False)
 
     @classmethod
     def of(cls, folders: Iterable[str | Path]) -> Roots:
@@ -101,11 +111,30 @@ class Roots:
         seen: set[Path] = set()
         for root in self.folders:
             for directory, subdirs, files in os.walk(root, followlinks=False):
-                subdirs[:] = sorted(name for name in subdirs if not name.startswith("."))
                 here = Path(directory)
-                for name in [*subdirs, *sorted(files)]:
+                subdirs[:] = sorted(
+                    name for name in subdirs if not name.startswith(".") and self._text(here, name)
+                )
+                for name in [*subdirs, *sorted(name for name in files if self._text(here, name))]:
                     resolved = Path(os.path.realpath(here / name))
                     if resolved in seen or not self.contains(resolved) or not wanted(resolved):
                         continue
                     seen.add(resolved)
                     yield resolved
+
+    def _text(self, directory: Path, name: str) -> bool:
+        """Whether ``name`` is UTF-8 (Python hands other bytes over as lone surrogates,
+        which no JSON reply can carry); a skipped one is warned about once."""
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(directory / name).decode("utf-8", "backslashreplace")
+            if shown not in self._warned:
+                self._warned.add(shown)
+                _log.warning(
+                    "videotapestry: skipped %s: its name is not UTF-8, so it cannot be listed "
+                    "or asked for (rename it)",
+                    shown,
+                )
+            return False
+        return True

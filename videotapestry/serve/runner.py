@@ -215,6 +215,7 @@ class JobRunner:
             embedder=self.vt.embedder,
             progress=progress,
             subtitles=subtitles,
+            force=bool(inputs.get("force", False)),
         )
         return {"memory": self.roots.relative(out), "report": report}
 

@@ -214,7 +214,7 @@ def normalized_options(
             for letter, option in zip(LETTERS, options, strict=False)
         ]
     try:
-        letters = validate_question("?", list(options))
+        letters = validate_question("?", list(options), max_chars=None)  # length: the run's
     except QuestionError as exc:
         raise DatasetError(f"{where}: {exc}") from None
     if letters != list(LETTERS[: len(options)]):

@@ -115,7 +115,8 @@ def _question(path: Path, number: int, row: dict[str, Any], *, open_ended: bool)
 def _choices(where: str, row: dict[str, Any], raw: list[Any]) -> tuple[list[str], str | None]:
     """A multiple-choice row's options, labelled, and its gold letter (None when absent)."""
     try:
-        validate_question(row["question"], raw)
+        # The length is checked against the run's config (question.max_chars) before it starts.
+        validate_question(row["question"], raw, max_chars=None)
     except QuestionError as exc:
         raise DatasetError(f"{where}: {exc}") from None
     options = labelled_options([str(option) for option in raw])
