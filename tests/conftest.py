@@ -18,6 +18,7 @@ from PIL import Image
 from videotapestry.config import Config, EmbeddingConfig, load_config
 from videotapestry.embeddings import SentenceTransformerEmbedder
 from videotapestry.testing import FakeOpenAIServer
+from videotapestry.testing.scripted import ScriptedModel
 
 #: Looks like a real key so the redaction patterns are exercised too.
 SECRET_KEY = "sk-test-SECRET-0123456789abcdefXYZ"
@@ -159,6 +160,14 @@ def made_once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path],
             make(folder)
             (folder / DONE).touch()
     return folder
+
+
+@pytest.fixture
+def quiet_server(api_key: str) -> Iterator[FakeOpenAIServer]:
+    """The fake server answering every prompt with the scripted model's valid replies."""
+    with FakeOpenAIServer() as server:
+        server.on(None, ScriptedModel())
+        yield server
 
 
 @pytest.fixture

@@ -7,7 +7,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from videotapestry.api import VideoTapestry
+from videotapestry.cli import main
 from videotapestry.testing import FakeOpenAIServer
 
 SAMPLE = Path(__file__).parent / "fixtures" / "memdreamer_sample"
@@ -50,3 +53,17 @@ def cli_args(server: FakeOpenAIServer, *extra: str) -> list[str]:
         "-o", "embedding.query_prompt_name=null",
         *extra,
     ]  # fmt: skip
+
+
+def run_cli_output(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of one command; a traceback anywhere fails the test."""
+    status = main(list(args))
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out, captured.err
+    return status, captured.out, captured.err
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """(exit status, stderr) of one command; a traceback anywhere fails the test."""
+    status, _, err = run_cli_output(capsys, *args)
+    return status, err

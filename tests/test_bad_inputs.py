@@ -55,7 +55,7 @@ from pathlib import Path
 
 import pytest
 from eval_support import record as result_record
-from method_support import OPTIONS, QUESTION, SAMPLE, cli_args
+from method_support import OPTIONS, QUESTION, SAMPLE, cli_args, run_cli
 
 from videotapestry.cli import COMMANDS, build_parser, main
 from videotapestry.testing import FakeOpenAIServer, FakeReply
@@ -87,21 +87,6 @@ def bad_subtitles(tmp_path: Path) -> dict[str, Path]:
         paths[name] = tmp_path / name
         paths[name].write_bytes(data)
     return paths
-
-
-@pytest.fixture
-def quiet_server(api_key: str) -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as server:
-        server.on(None, ScriptedModel())
-        yield server
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    """(exit status, stderr) of one command; a traceback anywhere fails the test."""
-    status = main(list(args))
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err + captured.out, captured.err
-    return status, captured.err
 
 
 def test_ask_refuses_subtitles_with_no_usable_cue(

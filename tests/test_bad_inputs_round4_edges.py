@@ -36,20 +36,18 @@ import sqlite3
 import subprocess
 import sys
 import urllib.error
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from method_support import OPTIONS, QUESTION, SAMPLE, cli_args
+from method_support import run_cli_output as run_cli
 from serve_support import free_port, sample_root, start_server
 
-from videotapestry.cli import main
 from videotapestry.commands.chat import read_script
 from videotapestry.serve.jobs import JOBS_FILE, JobStore
 from videotapestry.testing import FakeOpenAIServer
 from videotapestry.testing.media import make_test_video
-from videotapestry.testing.scripted import ScriptedModel
 from videotapestry.testing.scripted_builder import offline_build_overrides
 
 OPTION_ARGS = [x for option in OPTIONS for x in ("--option", option)]
@@ -57,21 +55,6 @@ DEEP_LIST = "[" * 100_000 + "]" * 100_000
 #: Names that are not UTF-8 (Latin-1 bytes), as a file system may hold them.
 BAD_VIDEO = b"caf\xe9.mp4"
 BAD_FOLDER = b"m\xe9moires"
-
-
-@pytest.fixture
-def quiet_server(api_key: str) -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as server:
-        server.on(None, ScriptedModel())
-        yield server
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """(exit status, stdout, stderr) of one command; a traceback anywhere fails the test."""
-    status = main(list(args))
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err + captured.out, captured.err
-    return status, captured.out, captured.err
 
 
 def unwritable_folder(tmp_path: Path) -> Path:

@@ -11,42 +11,27 @@ failure, and a build job takes ``force`` as the CLI takes ``--force``.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from serve_support import start_server
+from test_builder_cli import ROOT, environment
+from test_builder_cli import cli as builder_cli
 
 from videotapestry.memory import load_memory
 from videotapestry.testing import FakeOpenAIServer
 from videotapestry.testing.media import TestVideo, make_test_video
-from videotapestry.testing.scripted_builder import ScriptedBuilderModel, offline_build_overrides
+from videotapestry.testing.scripted_builder import ScriptedBuilderModel
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
-KEY = "sk-test-build-folders-0123456789abcdef"
-
 
 def cli(*args: str, base_url: str) -> list[str]:
-    overrides = offline_build_overrides(
-        base_url, "builder.ocr.engine=none", "builder.macro.min_s=30", "cache.enabled=false"
-    )
-    command = [sys.executable, "-m", "videotapestry.cli", "build-memory", *args, "--quiet"]
-    for item in overrides:
-        command += ["-o", item]
-    return command
-
-
-def environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_BASE_URL"}
-    env["OPENAI_API_KEY"] = KEY
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
+    """``build-memory`` as test_builder_cli runs it, quiet and without the reply cache."""
+    return builder_cli(*args, "--quiet", base_url=base_url, extra=("cache.enabled=false",))
 
 
 @pytest.fixture(scope="module")

@@ -21,30 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from method_support import OPTIONS, QUESTION, SAMPLE, cli_args
+from method_support import OPTIONS, QUESTION, SAMPLE, cli_args, run_cli
 from serve_support import Server, start_server
 
-from videotapestry.cli import main
 from videotapestry.testing import FakeOpenAIServer
-from videotapestry.testing.scripted import ScriptedModel
 
 LIMIT = "over the limit of 20,000 (config question.max_chars)"
 #: A question of 2 MiB: what ``chat --script`` ran in the trial.
 HUGE_QUESTION = "Which gate? " + "x" * (2 << 20)
-
-
-@pytest.fixture
-def quiet_server(api_key: str) -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as server:
-        server.on(None, ScriptedModel())
-        yield server
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    status = main(list(args))
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err + captured.out, captured.err
-    return status, captured.err
 
 
 # --------------------------------------------------------------------------- the REST API
