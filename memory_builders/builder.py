@@ -17,7 +17,10 @@ key of its inputs (``checkpoints``):
 
 Failures: a clip whose frames cannot be decoded or whose reply stays unusable after the
 repair retry is recorded and left out (the memory is then *partial*); above
-``builder.max_failed_share`` failed clips the build stops. A model error that every call
+``builder.max_failed_share`` failed clips the build stops. A stretch of the video that
+cannot be decoded (a truncated file, a corrupt tail) is recorded as a lost span, which
+also makes the memory partial; its frameless clips are failures that do not count towards
+that share, as no rerun can bring them back. A model error that every call
 would repeat (no key, unknown model, unreachable server, a rejected parameter) stops the
 build at the first call that meets it. Either way the checkpoints stay, and running the same
 command again resumes. Failed clips are tried again on a rerun; the response cache makes
@@ -160,7 +163,7 @@ class MemoryBuilder:
                 transcript_stage(ctx, info, Path(subtitles) if subtitles else None),
                 frame_proxy_stage(ctx, info),
             )
-            clips = clip_stage(ctx, info.duration_s, frames.result)
+            clips = clip_stage(ctx, info.duration_s, frames.result, fps=info.fps)
             perceptions = await perception_stage(ctx, info, frames, transcript, clips)
             macros = await macro_stage(ctx, info, clips, perceptions)
             groups = await entity_stage(ctx, macros.drafts)
@@ -169,7 +172,7 @@ class MemoryBuilder:
             memory = assemble_memory(ctx, info, clips, perceptions, macros, groups, plans, summary)
             memory = await embed_memory(ctx, memory)
             ctx.report.wall_s = time.perf_counter() - started
-            ctx.finish_report("partial" if ctx.report.failures else "complete")
+            ctx.finish_report("partial" if ctx.report.partial else "complete")
             export_dir = Path(export_memdreamer) if export_memdreamer else None
             memory = write_memory(ctx, memory, info, transcript, frames, export_dir)
         except VideoTapestryError as exc:  # BuildError, or a video/config/ASR problem

@@ -126,6 +126,7 @@ def _manifest_build(ctx: BuildContext, transcript: TranscriptResult) -> dict[str
         "status": data["status"],
         "partial": data["partial"],
         "failed_clips": data["failures"],
+        "lost_spans": data["lost_spans"],
         "degradations": data["degradations"],
         "stages": data["stages"],
         "timings": data["timings"],

@@ -15,7 +15,9 @@ tool.
 A clip fails, and is left out of the memory, when its frames cannot be decoded or its reply
 stays unusable after the repair retry; each failure is in the report, and above
 ``builder.max_failed_share`` failed clips the build stops. A failed clip has no
-checkpoint, so the next run tries it again.
+checkpoint, so the next run tries it again. Clips wholly inside a lost span (the scan could
+not decode that stretch of the file) fail too, but leave the share alone: the span is
+already reported, and stopping would only withhold the memory of what the file does hold.
 """
 
 from __future__ import annotations
@@ -270,13 +272,21 @@ class _ClipPerceiver:
     def check_failures(self, *, final: bool) -> None:
         """Stop the build when more clips failed than ``builder.max_failed_share`` allows."""
         failures = self.ctx.report.failures
-        total, failed = len(self.clips), len(failures)
+        lost = self.ctx.report.lost_spans
+        counted = [
+            f
+            for f in failures
+            if not any(s.start_s - 1e-6 <= f.start_s and f.end_s <= s.end_s + 1e-6 for s in lost)
+        ]
+        if not counted:
+            return
+        total, failed = len(self.clips), len(counted)
         share = self.settings.max_failed_share
         if not (total and failed > share * total):
             return
         records = self.perceptions.records.values()
-        done = total - failed if final else sum(1 for r in records if r)
-        last = failures[-1]
+        done = total - len(failures) if final else sum(1 for r in records if r)
+        last = counted[-1]
         raise TooManyFailuresError(
             f"{failed} of {total} clips failed, more than builder.max_failed_share={share:g} "
             f"allows (last: {last.clip_id}, {last.stage}: {last.reason}). The {done} finished "

@@ -1,4 +1,5 @@
-"""What a build did: failed clips, degradations, per-stage usage and timings, and its errors.
+"""What a build did: failed clips, lost spans of the video, degradations, per-stage usage
+and timings, and its errors.
 
 The report is written to ``build_report.json`` beside the memory (and into the manifest's
 ``build`` entry), printed as a one-screen summary at the end of ``build-memory``, and kept in
@@ -18,6 +19,7 @@ from typing import Any
 
 from videotapestry.errors import VideoTapestryError
 from videotapestry.llm import UsageSummary
+from videotapestry.timecode import format_timestamp
 from videotapestry.trace import scrub
 
 BUILDER_VERSION = "1"
@@ -45,6 +47,23 @@ class ClipFailure:
     end_s: float
     stage: str  # "frames" or "perception"
     reason: str
+
+
+@dataclass(frozen=True)
+class LostSpan:
+    """A stretch of the video no frame could be decoded from (a truncated file, a corrupt
+    tail or middle), and the clips it cuts into: the memory says nothing of it, and a rerun
+    cannot bring it back, as the file itself lacks it."""
+
+    start_s: float
+    end_s: float
+    reason: str
+    clips: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        where = f"from {format_timestamp(self.start_s)} to {format_timestamp(self.end_s)}"
+        clips = f" (clips {', '.join(self.clips)})" if self.clips else ""
+        return f"video undecodable {where}{clips}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -100,6 +119,7 @@ class BuildReport:
     clips: int = 0
     stages: dict[str, StageReport] = field(default_factory=dict)
     failures: list[ClipFailure] = field(default_factory=list)
+    lost_spans: list[LostSpan] = field(default_factory=list)
     degradations: list[Degradation] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
@@ -110,7 +130,7 @@ class BuildReport:
 
     @property
     def partial(self) -> bool:
-        return bool(self.failures)
+        return bool(self.failures or self.lost_spans)
 
     def stage(self, name: str) -> StageReport:
         if name not in self.stages:
@@ -173,6 +193,7 @@ def summary_text(report: BuildReport) -> str:
         ]
         if len(report.failures) > 10:
             lines.append(f"  ... and {len(report.failures) - 10} more (build_report.json)")
+    lines += [f"PARTIAL: {span.describe()}" for span in report.lost_spans[:10]]
     for item in report.degradations[:10]:
         lines.append(f"degraded: {item.what} ({item.where}): {item.why}")
     if report.message:

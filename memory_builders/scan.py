@@ -73,13 +73,15 @@ class KeptFrame:
 
 @dataclass
 class ScanResult:
-    """Shot cuts (seconds, sorted) and the kept frames; ``errors`` names skipped packets."""
+    """Shot cuts (seconds, sorted) and the kept frames; ``errors`` names skipped packets,
+    ``gaps`` the stretches they took with them (``SequentialPass.gaps``)."""
 
     cuts: list[float]
     frames: list[KeptFrame]
     decoded_until_s: float
     frames_decoded: int
     errors: list[str] = field(default_factory=list)
+    gaps: list[tuple[float, float]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -89,6 +91,7 @@ class ScanResult:
             "decoded_until_s": round(self.decoded_until_s, 6),
             "frames_decoded": self.frames_decoded,
             "errors": self.errors,
+            "gaps": [[round(a, 6), round(b, 6)] for a, b in self.gaps],
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
         }
 
@@ -100,6 +103,7 @@ class ScanResult:
             decoded_until_s=float(data["decoded_until_s"]),
             frames_decoded=int(data["frames_decoded"]),
             errors=list(data.get("errors", [])),
+            gaps=[(float(a), float(b)) for a, b in data.get("gaps", [])],
             timings=dict(data.get("timings", {})),
         )
 
@@ -273,8 +277,31 @@ def scan_video(
         decoded_until_s=decoding.decoded_until_s,
         frames_decoded=decoding.frames_decoded,
         errors=decoding.errors,
+        gaps=decoding.gaps,
         timings=timings,
     )
+
+
+def lost_spans(scan: ScanResult, duration_s: float, fps: float) -> list[tuple[float, float, str]]:
+    """The stretches of ``[0, duration_s]`` the scan could not decode: (start, end, why).
+
+    ``duration_s`` is the probe's, the span the memory's clips tile and its root claims, so
+    any part of it without decoded frames is a loss the memory must own up to, whatever the
+    container. A tail counts when the frames end more than ``max(2 s, 2 frames)`` before it:
+    a container's duration may run a little past the last video frame (an audio track that
+    ends later, rounding of the frame count), and a shorter tail holds nothing a question
+    could miss. The file's byte size is no better measure: index and metadata may follow
+    the last frame of an undamaged file, and bytes do not convert to seconds. A container
+    that records no duration (a fragmented MP4) lets the probe see only what the
+    file holds, so a clean cut between its frames cannot be seen; a cut inside a frame
+    still shows as a tail.
+    """
+    spans = [(a, b, "undecodable data") for a, b in scan.gaps if b > a]
+    end = scan.decoded_until_s
+    if duration_s - end > max(2.0, 2.0 / fps):
+        why = scan.errors[-1] if scan.errors else "the file ends early (truncated?)"
+        spans.append((end, duration_s, why))
+    return spans
 
 
 def _keep(

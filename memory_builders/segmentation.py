@@ -13,7 +13,9 @@ shot cuts:
 
 A video shorter than ``min_s`` is one clip. Boundaries are rounded to the millisecond.
 The stage also reports the scan's last decoding problems, as the clips after them may lack
-frames.
+frames, and records the spans it could not decode (``scan.lost_spans``) with the clips
+they cut into: a clip that lost only its tail still gets a caption, of what remains, so the
+span is the one place the loss is named.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory_builders.context import BuildContext
-from memory_builders.scan import ScanResult
+from memory_builders.report import LostSpan
+from memory_builders.scan import ScanResult, lost_spans
 
 _EPS = 1e-6
 
@@ -46,12 +49,23 @@ def clip_id(number: int) -> str:
     return f"clip_{number:04d}"
 
 
-def clip_stage(ctx: BuildContext, duration_s: float, scan: ScanResult) -> list[ClipSpan]:
+def clip_stage(
+    ctx: BuildContext, duration_s: float, scan: ScanResult, *, fps: float
+) -> list[ClipSpan]:
     bounds = ctx.settings.clips
     clips = plan_clips(duration_s, scan.cuts, min_s=bounds.min_s, max_s=bounds.max_s)
     ctx.report.clips = len(clips)
     for message in scan.errors[-3:]:
         ctx.degraded("frames", "scan", message)
+    ctx.report.lost_spans = [
+        LostSpan(
+            round(start, 3),
+            round(end, 3),
+            why,
+            [c.id for c in clips if c.start_s < end - _EPS and c.end_s > start + _EPS],
+        )
+        for start, end, why in lost_spans(scan, duration_s, fps)
+    ]
     return clips
 
 

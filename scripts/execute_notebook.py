@@ -9,8 +9,8 @@ again after editing the notebook).
 
     python scripts/execute_notebook.py [--timeout 900]
 
-It shares ``videotapestry demo``'s cache ($XDG_CACHE_HOME/videotapestry/demo), so with the
-demo's memory built it answers from it.
+It shares ``videotapestry demo``'s cache ($XDG_CACHE_HOME/videotapestry/demo/<version>-<checkout>),
+so with the demo's memory built it answers from it.
 """
 
 from __future__ import annotations

@@ -176,6 +176,15 @@ def fake_server() -> Iterator[FakeOpenAIServer]:
         yield server
 
 
+@pytest.fixture(scope="module")
+def module_api_key() -> Iterator[str]:
+    """A key set for a whole module (its module-scoped fixtures build with it), unset after."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OPENAI_API_KEY", SECRET_KEY)
+        patch.delenv("OPENAI_BASE_URL", raising=False)
+        yield SECRET_KEY
+
+
 @pytest.fixture
 def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("OPENAI_API_KEY", SECRET_KEY)

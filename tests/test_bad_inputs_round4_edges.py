@@ -1,4 +1,4 @@
-"""Issue 38, items 4 and 7 and the small ones: a server that always starts, and no traceback
+"""Issue 38, items 4, 6 and 7 and the small ones: a server that always starts, and no traceback
 at the edges. Real servers in subprocesses, real files, the CLI in-process through
 ``cli.main``; each case failed before the change (a traceback, exit 3, a 500, or silence).
 
@@ -10,10 +10,14 @@ a server that always starts (item 4)
   with one line; file and folder names that are not UTF-8 under the root: GET /api/videos
   and MCP's list_videos / list_memories list the rest and the server warns.
 
+answers tied to their inputs (item 6)
+  a served question's earlier answer is given again only while the video is the same file:
+  a different video copied over the name is asked afresh.
+
 edges (item 7)
   build-memory into a folder no write lands in, ask --trace and chat --trace-dir there (the
-  answer printed first, then the failure, exit 2), a LongVideoBench subtitle JSON nested
-  100 000 levels deep: exit 2 naming the file.
+  answer printed first, then the failure, exit 2; reanswer's variant trace alike), a
+  LongVideoBench subtitle JSON nested 100 000 levels deep: exit 2 naming the file.
 
   The tests run as root here, and chmod does not stop root: so as root the unwritable
   folder is a path under a regular file (every write fails with "Not a directory"); as
@@ -144,12 +148,18 @@ def test_bad_rows_are_failed_and_skipped_and_bad_names_listed_around(tmp_path: P
     store = JobStore(data_dir)
     good = store.create("build", {"video": str(root / "sample.mp4"), "out": str(root / "m")})
     store.update(good.id, state="cancelled", error="cancelled by the client")
+    # Asked under a root this start no longer serves: listed by its names alone, no 403.
+    moved = store.create("build", {"video": "/elsewhere/old/talk.mp4", "out": "/elsewhere/m"})
+    store.update(moved.id, state="done")
     store.close()
     insert_row(data_dir / JOBS_FILE, "notjson00001", "build", "{not json")
     insert_row(data_dir / JOBS_FILE, "unknownkind1", "transcode", "{}")
     server = start_server(root, data_dir)
     try:
-        assert [job["id"] for job in server.get("/api/jobs")] == [good.id]
+        listed = {job["id"]: job for job in server.get("/api/jobs")}
+        assert sorted(listed) == sorted([good.id, moved.id])
+        assert listed[moved.id]["inputs"]["video"] == "(outside the roots)/talk.mp4"
+        assert server.get(f"/api/jobs/{moved.id}")["inputs"]["out"] == "(outside the roots)/m"
         with pytest.raises(urllib.error.HTTPError) as refused:
             server.get("/api/jobs/unknownkind1")
         assert refused.value.code == 404
@@ -218,6 +228,45 @@ def test_a_port_in_use_stops_the_start_with_status_2(tmp_path: Path) -> None:
         done = failed_start(serve_args(root, tmp_path / "data", port))
     assert done.returncode == 2, done.stderr
     assert f"videotapestry: error: the server could not start on 127.0.0.1:{port}" in done.stderr
+
+
+# --------------------------------------------------------------------------- item 6
+
+
+@pytest.mark.slow
+def test_a_served_answer_is_reused_only_for_the_same_video(tmp_path: Path) -> None:
+    """A finished question is answered again at once while its memory and video are
+    unchanged; once a different file takes the video's name it is asked afresh."""
+    from videotapestry.video.container import fingerprint
+
+    root = sample_root(tmp_path / "root").resolve()
+    memory = root / "memories" / "sample"
+    memory.mkdir(parents=True)
+    (memory / "memory.json").write_text("{}\n")
+    video = root / "sample.mp4"
+    inputs = {
+        "memory": str(memory),
+        "video": str(video),
+        "question": QUESTION,
+        "options": OPTIONS,
+        "memory_stamp": os.stat(memory / "memory.json").st_mtime,
+        "video_fingerprint": fingerprint(video),
+    }
+    store = JobStore(tmp_path / "data")
+    earlier = store.create("ask", inputs)
+    store.update(earlier.id, state="done", result={"answer": "B"})
+    store.close()
+    request = {"kind": "ask", "memory": "memories/sample", "video": "sample.mp4",
+               "question": QUESTION, "options": OPTIONS}  # fmt: skip
+    server = start_server(root, tmp_path / "data")
+    try:
+        assert server.post("/api/jobs", request)["id"] == earlier.id
+        make_test_video(tmp_path / "other.mp4", 4, fps=2, size=(96, 54))
+        shutil.copyfile(tmp_path / "other.mp4", video)  # the same name, another video
+        again = server.post("/api/jobs", request)
+    finally:
+        server.stop()
+    assert again["id"] != earlier.id and again["state"] != "done"
 
 
 # --------------------------------------------------------------------------- item 7
@@ -292,6 +341,27 @@ def test_chat_prints_the_turn_before_a_trace_it_cannot_write(
     assert status == 2, err
     assert "answer: " in out and "trace: not written" in out, out
     assert "videotapestry: error: the trace could not be written to" in err, err
+
+
+@pytest.mark.slow
+def test_reanswer_prints_the_answer_before_a_trace_it_cannot_write(
+    quiet_server: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "run.json"
+    status, _, err = run_cli(
+        capsys, "ask", "--memory", str(SAMPLE), "--question", QUESTION, *OPTION_ARGS,
+        "--trace", str(trace), "--quiet", "--allow-degraded", *cli_args(quiet_server),
+    )  # fmt: skip
+    assert status in (0, 3), err
+    (tmp_path / "run.refined_super_only.json").mkdir()  # where the variant's trace would go
+    status, out, err = run_cli(
+        capsys, "reanswer", str(trace), "--variant", "refined_super_only", "--allow-degraded",
+        *cli_args(quiet_server),
+    )  # fmt: skip
+    assert status == 2, err
+    assert out.startswith("answer: ") and "trace: not written" in out, out
+    assert "the trace could not be written to" in err and "the answer above stands" in err, err
+    assert "Traceback" not in err
 
 
 # --------------------------------------------------------------------------- smaller

@@ -48,15 +48,8 @@ from videotapestry.video import fingerprint
 #: Both videos of this module are longer than a minute.
 FIXTURE_NEEDS = {"tour": "long_video", "truncated": "long_video"}
 
-KEY = "sk-test-builder-0123456789abcdef"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def api_key() -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("OPENAI_API_KEY", KEY)
-        patch.delenv("OPENAI_BASE_URL", raising=False)
-        yield
+#: Every test and module fixture here builds with a key set (conftest's, unset after).
+pytestmark = pytest.mark.usefixtures("module_api_key")
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterator
 from difflib import SequenceMatcher
 from pathlib import Path
 
@@ -28,15 +27,8 @@ from videotapestry.testing.scripted_builder import ScriptedBuilderModel, offline
 from videotapestry.video import fingerprint, probe
 
 FIXTURES = Path(__file__).parent / "fixtures"
-KEY = "sk-test-builder-media-0123456789abcdef"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def api_key() -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("OPENAI_API_KEY", KEY)
-        patch.delenv("OPENAI_BASE_URL", raising=False)
-        yield
+#: Every test and module fixture here builds with a key set (conftest's, unset after).
+pytestmark = pytest.mark.usefixtures("module_api_key")
 
 
 @pytest.mark.long_video

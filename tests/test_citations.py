@@ -137,8 +137,9 @@ def test_every_observed_ref_of_every_level_is_citable_by_its_id() -> None:
 def test_a_stored_node_is_a_ref_over_its_time_range(memory: VideoMemory) -> None:
     label = memory.node("macro_0001").label
     assert stored_ref(memory, "macro_0001", "macro") == EvidenceRef(
-        id="macro_0001", kind="stored_node", level="macro", start_s=100, end_s=200, text=label
-    )
+        id="macro_0001", kind="stored_node", level="macro", start_s=100, end_s=200, text=label,
+        node_kind="MacroEvent",
+    )  # fmt: skip
     assert stored_ref(memory, "super_02", "super").text == "Stage 2 at the police station"
     assert (node_level(memory, "root_001"), node_level(memory, "super_02")) == ("super", "super")
     assert node_level(memory, "macro_0003") == "macro"

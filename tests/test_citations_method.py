@@ -109,8 +109,11 @@ def test_a_valid_id_is_kept_with_its_times_and_a_made_up_one_beside_it_dropped(
     served = ServedAnswer.of(result, trace=None)
     assert served.degraded == [] and served.degraded_text == []
     assert served.warnings_text == [warning.render()] and "Z99" in warning.render()
-    # As ``ask`` prints it: the frame's moment and its id.
-    assert citation_lines(result.citations) == [f"cites {format_timestamp(first)} [K1]: {CLAIM}"]
+    # As ``ask`` prints it: the claim, then the frame's moment (its id only in --json).
+    assert citation_lines(result.citations) == [
+        f"claim 1: {CLAIM}",
+        f"  cites frame at {format_timestamp(first)}",
+    ]
 
 
 def _asked_keys(request: RecordedRequest) -> set[str]:

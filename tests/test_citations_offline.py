@@ -182,6 +182,7 @@ def test_a_compressed_node_keeps_only_its_stored_node_reference(
                 own = EvidenceRef(
                     id=node_id, kind="stored_node", level=outcome.level, start_s=span.start,
                     end_s=span.end, text=stored.node(node_id).label,
+                    node_kind=stored.node(node_id).kind,
                 )  # fmt: skip
                 assert outcome.sources[node_id] == [own], (outcome.level, node_id)
                 # Its entry in the composite memory has no refs line under it.

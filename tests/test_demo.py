@@ -53,8 +53,11 @@ def test_the_demo_answers_every_shipped_question_right(
         assert any(s["start_s"] < span["end_s"] and span["start_s"] < s["end_s"] for s in cited)
         moments = [s["at_s"] if s["at_s"] is not None else s["start_s"] for s in cited]
         assert all(span["start_s"] - 1 <= t <= span["end_s"] + 1 for t in moments), (qid, cited)
-        assert by_id[qid]["cited"][0].startswith("cites ")
+        assert by_id[qid]["cited"][0].startswith("claim 1: ")
+        assert by_id[qid]["cited"][1].startswith("  cites ")
     assert len(report["pages"]) == 4 and all(Path(p).is_file() for p in report["pages"])
+    # Each page marks the answer against the sample's key: chosen and right.
+    assert all("vt-chosen vt-correct" in Path(p).read_text() for p in report["pages"])
 
 
 def test_a_second_run_rebuilds_nothing_and_prints_the_cited_times(
@@ -74,9 +77,12 @@ def test_a_second_run_rebuilds_nothing_and_prints_the_cited_times(
     blocks = {block.split(":", 1)[0]: block for block in re.split(r"\n(?=\S)", out)}
     for qid in cited:
         [span] = shipped[qid]["evidence_spans"]
-        [cites] = [line for line in blocks[qid].splitlines() if line.startswith("  cites ")]
-        moments = re.match(r"  cites (.+?) \[[\w -]+\]", cites)
-        times = re.findall(r"\d{2}:\d{2}", moments.group(1) if moments else "")
+        cites = [line for line in blocks[qid].splitlines() if line.startswith("    cites ")]
+        # Each source as its kind and time (``frames at 04:13, 04:17``), no ids, no quote
+        # of a transcript line holding times of its own.
+        kinds = r"    cites (?:frames? at|said at|on screen at|memory,) (.*?)(?:: “.*)?$"
+        moments = [re.match(kinds, c) for c in cites]
+        times = [t for m in moments if m for t in re.findall(r"\d{2}:\d{2}", m.group(1))]
         # Printed as mm:ss, truncated: within the seconds the evidence is on. An OCRText node
         # ends at the next frame OCR read without its text, so up to one OCR interval late.
         late = load_config(profile="offline").builder.ocr.interval_s

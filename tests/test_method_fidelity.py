@@ -509,7 +509,9 @@ def test_whisper_that_cannot_load_is_a_loud_degradation(
     assert "no-such-model" in err and "--allow-degraded" in err
     assert main([*args, "--allow-degraded"]) == 0
     saved = json.loads((tmp_path / "t.json").read_text())
-    assert saved["result"]["degraded"][0]["kind"] == "asr_lost"
+    kinds = [d["kind"] for d in saved["result"]["degraded"]]
+    # The 20-minute memory on a 36 s video: its later nodes are past the end, said too.
+    assert "asr_lost" in kinds and "memory_past_video_end" in kinds, kinds
 
 
 def test_missing_subtitles_are_a_degradation_not_a_silent_switch(

@@ -201,3 +201,42 @@ def test_small_print_that_changes_below_the_thumbnail_is_read_again(engine) -> N
     assert "220" in texts and "120" not in texts, texts
     assert "sitemap" in texts
     assert engine.detections == detections + 1  # one small region, not the whole frame
+
+
+def test_words_come_back_spaced_from_the_test_videos(engine, tmp_path) -> None:
+    """Issue 39: the recognizer (PP-OCRv4's Chinese model) seldom emits a space, so lines came
+    back glued (``Doorcode4417``, ``EXITC0DE4417``); the engine puts the spaces back from the
+    blanks in the line's pixels and undoes O/0 inside capital words. Frames decoded from the
+    committed sample and from a video drawn as the builder's tests draw their signs."""
+    from videotapestry.demo import sample_video_path
+    from videotapestry.demo.sample import sample_timeline
+    from videotapestry.demo.script import SampleParams
+    from videotapestry.testing.builder_media import ScheduledText, make_text_schedule_video
+    from videotapestry.video import open_video
+
+    timeline = sample_timeline(SampleParams())
+    times = [
+        (s.start_s + s.end_s) / 2 for s in (timeline.slide("gate_b"), timeline.slide("morning"))
+    ]
+    signs = ["EXIT CODE 4417", "DOCK 18", "WELCOME TO THE PLANT", "CONTROL ROOM"]
+    video, _ = make_text_schedule_video(
+        tmp_path / "signs.mp4",
+        [ScheduledText(text, float(k), float(k + 1)) for k, text in enumerate(signs)],
+        float(len(signs)),
+        size=(320, 180),
+        frame_code=False,
+    )
+    with open_video(sample_video_path()) as reader:
+        slides = [frame.image for frame in reader.frames_at(times)]
+    with open_video(video) as reader:
+        shown = [frame.image for frame in reader.frames_at([k + 0.5 for k in range(len(signs))])]
+    settings = BuilderOcrSettings(engine="rapidocr")
+
+    def builder_texts(image: np.ndarray) -> set[str]:
+        """What the builder's OCR keeps of one frame (through the region gate)."""
+        return {s.text for s in read_texts(engine, [(0.0, lambda: image)], settings, end_s=1.0)}
+
+    gate_b, morning = (builder_texts(image) for image in slides)
+    assert {"Gate B: deliveries", "Door code 4417", "Open 06:30 to 12:00"} <= gate_b
+    assert {"10:00 Brass band", "11:30 Puppet show", "12:15 Dance school"} <= morning
+    assert [[hit.text for hit in engine.read(image)] for image in shown] == [[s] for s in signs]

@@ -11,9 +11,9 @@ from videotapestry.offline.temporal import (
 
 MEMORY = [
     "03:33-04:12: B: deliveries",
-    "03:33-04:12: Doorcode4417",
+    "03:33-04:12: Door code 4417",
     "02:31-03:28: A: staff entrance",
-    "02:31-03:28: Doorcode1875",
+    "02:31-03:28: Door code 1875",
     "macro_0003 [06:00-07:30] Showing the tents: From 06:00 to 07:30 the screen shows "
     '"Red tent" (06:06-07:30). Someone says: "Here is one change. Lunch for volunteers '
     'will be served in the yellow tent."',
@@ -49,7 +49,7 @@ def test_questions_about_when_are_recognised_and_others_are_not() -> None:
 
 def test_a_slide_read_in_pieces_is_one_moment() -> None:
     joined = moments(MEMORY)
-    assert "03:33-04:12: B: deliveries / Doorcode4417" in joined
+    assert "03:33-04:12: B: deliveries / Door code 4417" in joined
 
 
 def test_a_sentence_in_a_summary_takes_the_summary_time_and_is_speech() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -77,6 +78,8 @@ class Session:
     answer_progress: list[tuple[float, float | None, str | None]] = field(default_factory=list)
     memories: dict[str, Any] = field(default_factory=dict)
     answer: Any = None
+    #: The answer's text content: what a client shows a person.
+    answer_text: str = ""
     tree: str = ""
     trace: Any = None
     refused: dict[str, Any] = field(default_factory=dict)
@@ -146,6 +149,7 @@ async def _session(root: Path, outside: Path, cache: Path) -> Session:
             progress_callback=on_progress,
         )
         got.answer = answer.structured_content if not answer.is_error else answer.content
+        got.answer_text = "\n".join(getattr(block, "text", "") for block in answer.content)
         resource = await client.read_resource("memory://memories/sample")
         got.tree = resource.contents[0].text  # type: ignore[union-attr]
         if isinstance(got.answer, dict):
@@ -233,6 +237,24 @@ def test_the_answer_is_right_with_citations_at_the_code_and_a_trace(session: Ses
     assert (session.root / answer["trace"]).is_file()
     assert session.trace["result"]["answer"] == "C"
     assert session.trace["result"]["citations"] == answer["citations"]
+
+
+def test_the_answer_text_reads_as_words_with_no_internal_ids(session: Session) -> None:
+    """Issue 39: the text a person is shown cites each source as its kind and time; the
+    ids stay in the structured result."""
+    text = session.answer_text
+    assert text.startswith("answer: C"), text
+    cited = [line for line in text.splitlines() if line.startswith(("claim ", "  cites "))]
+    assert cited and cited[0].startswith("claim 1: "), text
+    for line in cited:
+        assert not re.search(r"\b(slot\d+_[a-z]+\d+|macro_\d+|super_\d+|clip_\d+)\b", line)
+        assert not re.search(r"\b[SKFTD]\d+\b|\(scene_text\)|read by OCR", line), line
+    # Each shown source: its words, and the time the trace page shows and a click seeks to.
+    answer = session.answer
+    for shown, cites in zip(answer["citations_shown"], answer["citations"], strict=True):
+        for source, ref in zip(shown["sources"], cites["sources"], strict=True):
+            at = ref["at_s"] if ref["at_s"] is not None else ref["start_s"]
+            assert source["seek_s"] == at and f"  cites {source['shown']}" in text
 
 
 def test_paths_leaving_the_root_are_refused_with_a_clear_message(

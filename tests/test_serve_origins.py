@@ -1,6 +1,7 @@
 """The served app answers only its own origins (issue 38, item 1): a real ``videotapestry
 serve`` on 127.0.0.1, real HTTP with the headers another site's page would send, and
-Debian's chromium with a name mapped to 127.0.0.1 (DNS rebinding) and a cross-site form.
+Debian's chromium with a name mapped to 127.0.0.1 (DNS rebinding), a cross-site form, and
+another site's page embedding a video from the server.
 
 One server serves the module, with one long build in flight: the job a foreign page would
 try to cancel. A refused request must leave it as it was (never cancelled).
@@ -294,3 +295,64 @@ def test_the_app_s_own_page_lists_starts_and_cancels(served: Server, browser: An
     finally:
         page.close()
     assert errors == []
+
+
+@pytest.mark.parametrize(
+    ("mode", "dest", "status"),
+    [("no-cors", "video", 403), ("no-cors", "image", 403), ("navigate", "document", 200)],
+)
+def test_another_site_s_elements_are_refused_and_its_links_followed(
+    served: Server, mode: str, dest: str, status: int
+) -> None:
+    path = "/api/media?path=sample.mp4" if dest != "document" else "/"
+    headers = {"Host": own_host(served), "Sec-Fetch-Site": "cross-site",
+               "Sec-Fetch-Mode": mode, "Sec-Fetch-Dest": dest}  # fmt: skip
+    got, body = call(served, "GET", path, headers)
+    assert got == status, body
+    if status == 403:
+        assert "another site's page" in body["detail"]
+
+
+@pytest.fixture
+def other_site(tmp_path: Path) -> Iterator[tuple[Path, int]]:
+    """Another site on this machine: a folder served on its own loopback port, reached by
+    the browser as ``evil.test`` (a loopback page, so the browser's own guard for public
+    pages reaching private addresses stays out of the way and ours is what is tested)."""
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield tmp_path, server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.browser
+def test_another_site_cannot_embed_a_video_but_may_link_to_the_app(
+    served: Server, browser: Any, other_site: tuple[Path, int]
+) -> None:
+    folder, other_port = other_site
+    port = port_of(served)
+    media = f"http://127.0.0.1:{port}/api/media?path=sample.mp4"
+    (folder / "embed.html").write_text(
+        f'<!doctype html><video src="{media}" preload="auto"></video>'
+        f'<a id="go" href="http://127.0.0.1:{port}/">the app</a>'
+    )
+    page = browser.new_page()
+    try:
+        page.goto(f"http://evil.test:{other_port}/embed.html")
+        # Today's code sends the video (206), and it loads in the other site's page; refused,
+        # the element errors (the browser blocks our JSON refusal from the page as well).
+        page.wait_for_function("() => document.querySelector('video').error !== null")
+        assert page.evaluate("document.querySelector('video').readyState") == 0
+        with page.expect_navigation(timeout=60_000) as followed:
+            page.click("#go")
+        assert followed.value is not None and followed.value.status == 200
+    finally:
+        page.close()

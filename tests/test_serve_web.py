@@ -8,13 +8,16 @@ start servers of their own, since killing the shared one would end the others.
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -64,11 +67,16 @@ def browser() -> Iterator[Any]:
             chromium.close()
 
 
+#: A phone and a desktop, as the issue measured them (width, height in CSS pixels).
+VIEWPORTS = [(390, 844), (1400, 900)]
+
+
 class Page:
     """A browser tab on the server, recording every console error and uncaught exception."""
 
-    def __init__(self, browser: Any, url: str) -> None:
-        self.page = browser.new_page()
+    def __init__(self, browser: Any, url: str, viewport: tuple[int, int] | None = None) -> None:
+        size = {"width": viewport[0], "height": viewport[1]} if viewport else None
+        self.page = browser.new_page(viewport=size) if size else browser.new_page()
         self.errors: list[str] = []
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
@@ -107,7 +115,7 @@ def test_ui_builds_asks_and_seeks_to_a_citation(
     assert page.get_attribute("#answer", "data-letter") == "C"
     assert "4417" in page.text_content("#answer")
     levels = page.locator("#timeline li.level").all_text_contents()
-    assert any(text.startswith("super") for text in levels), levels
+    assert any(text.startswith("Overview (whole video)") for text in levels), levels
     cite = page.locator("#citations button.cite").first
     start = float(cite.get_attribute("data-seek"))
     cite.click()
@@ -418,3 +426,149 @@ def test_an_eval_job_killed_with_9_resumes_and_asks_no_finished_question_again(
     full = next(figures for figures in result["variants"] if figures["variant"] == "full")
     assert full["right"] == full["graded"] == len(rows)  # the demo's answers, read from video
     assert (root / "evals" / "jsonl" / "report.md").is_file()
+
+
+# --------------------------------------------------------------------------- at any size
+
+
+def _fits(page: Any) -> None:
+    """No horizontal scroll; the player has a size; Ask is shown, on no other element's way."""
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= page.evaluate("window.innerWidth"), width
+    player = page.locator("#player").bounding_box()
+    assert player is not None and player["width"] > 0 and player["height"] > 0, player
+    assert page.locator("#ask").is_visible()
+
+
+def _in_view(page: Any, selector: str) -> dict[str, float]:
+    box = page.locator(selector).bounding_box()
+    size = page.viewport_size
+    assert box is not None
+    assert box["y"] >= 0 and box["y"] + box["height"] <= size["height"], (box, size)
+    assert box["x"] >= 0 and box["x"] + box["width"] <= size["width"], (box, size)
+    return dict(box)
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=lambda v: f"{v[0]}x{v[1]}")
+def test_the_page_fits_a_phone_and_a_desktop(
+    served: Server, browser: Any, viewport: tuple[int, int]
+) -> None:
+    tab = Page(browser, served.url, viewport)
+    page = tab.page
+    page.wait_for_selector('#memories li[data-path="memories/sample"]')
+    _fits(page)
+    watch = page.locator("#watch").bounding_box()
+    assert watch is not None and watch["width"] >= min(viewport[0] - 40, 600), watch
+    if viewport[0] < 900:  # one column, the player first
+        library = page.locator("#library").bounding_box()
+        assert library is not None and library["y"] > watch["y"], (library, watch)
+    assert page.locator("#ask").is_enabled()
+    page.click("#ask")  # no force: nothing covers it (an empty question is not sent)
+    assert tab.errors == []
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=lambda v: f"{v[0]}x{v[1]}")
+def test_a_citation_click_brings_the_player_into_view_at_the_cited_moment(
+    served: Server, browser: Any, viewport: tuple[int, int]
+) -> None:
+    tab = Page(browser, served.url, viewport)
+    page = tab.page
+    _ask_the_first_shipped_question(page)
+    _fits(page)
+    assert page.get_attribute("#answer", "data-letter") == "C"
+    # The shipped question's answer key is C: the answer is marked right against it.
+    assert page.text_content("#verdict").startswith("✓ right")
+    # The agents as a person names them, in their order; no graph bookkeeping.
+    levels = page.locator("#timeline li.level").all_text_contents()
+    names = [text.split(":")[0] for text in levels]
+    assert names == ["Overview (whole video)", "Skim (events)", "Focus (moments)", "Answer"]
+    assert not any(text.startswith(("assemble", "answer:", "subgraph", "super", "macro"))
+                   for text in levels), levels  # fmt: skip
+    cites = page.locator("#citations button.cite")
+    starts = {float(cites.nth(i).get_attribute("data-seek")) for i in range(cites.count())}
+    # The times on the buttons are the trace page's, in its order.
+    trace_link = page.get_attribute("#trace-page", "href")
+    with urllib.request.urlopen(urllib.parse.urljoin(served.url, trace_link)) as response:
+        trace_page = response.read().decode()
+    page_times = re.findall(r'title="its mark on the timeline">([^<]*)</a>', trace_page)
+    shown = cites.all_text_contents()
+    assert shown and shown == [html.unescape(t) for t in page_times], (shown, page_times)
+    # Each cited moment is marked on the bar under the player, placed by its time.
+    page.wait_for_selector("#cues .cue")
+    marks = page.locator("#cues .cue")
+    assert {float(marks.nth(i).get_attribute("data-seek")) for i in range(marks.count())} == starts
+    bar = page.locator("#cues").bounding_box()
+    duration = page.evaluate("document.getElementById('player').duration")
+    for i in range(marks.count()):
+        mark = marks.nth(i).bounding_box()
+        at = float(marks.nth(i).get_attribute("data-seek")) / duration
+        assert abs(mark["x"] + mark["width"] / 2 - (bar["x"] + at * bar["width"])) < 2
+    cite = cites.last
+    cite.scroll_into_view_if_needed()
+    start = float(cite.get_attribute("data-seek"))
+    cite.click()  # the player was out of view: the click brings it back, at the moment
+    page.wait_for_function(
+        f"() => Math.abs(document.getElementById('player').currentTime - {start}) < 1",
+        timeout=60_000,
+    )
+    _in_view(page, "#player")
+    assert tab.errors == []
+
+
+def test_the_trace_page_marks_the_right_option_and_the_chosen_one(served: Server) -> None:
+    question = json.loads((served.root / "questions.json").read_text())["questions"][0]
+    job = served.post(
+        "/api/jobs",
+        {"kind": "ask", "memory": "memories/sample", "video": "sample.mp4",
+         "question": question["question"], "options": question["options"]},
+    )  # fmt: skip
+    assert served.wait_job(job["id"])["state"] == "done"
+    with urllib.request.urlopen(f"{served.url}/api/jobs/{job['id']}/trace.html") as response:
+        page = response.read().decode()
+    right = next(o for o in question["options"] if o.startswith(f"{question['answer']}."))
+    assert '<li class="vt-chosen vt-correct"><span class="vt-mark vt-right"' in page
+    assert f"✓</span>{right} <span" in page
+
+
+def test_a_server_without_memories_says_what_to_do(browser: Any, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    shutil.copyfile(sample_video_path(), root / "sample.mp4")
+    server = start_server(root, tmp_path / "data")
+    try:
+        tab = Page(browser, server.url, VIEWPORTS[0])
+        page = tab.page
+        page.wait_for_selector('#videos li[data-path="sample.mp4"]')
+        page.wait_for_selector("#ask-hint:not([hidden])")
+        assert "Build a memory first" in page.text_content("#ask-hint")
+        assert page.locator("#ask").is_disabled()
+        assert page.locator("#memory-select option").count() == 0
+        page.wait_for_selector("#evals-empty:not([hidden])")
+        assert "no eval runs yet" in page.text_content("#evals-empty").lower()
+        assert "videotapestry eval" in page.text_content("#evals-empty")
+        assert page.locator("#compare").is_disabled()
+        _fits(page)
+        assert tab.errors == []
+    finally:
+        server.stop()
+
+
+def test_the_memory_outline_titles_each_entry_and_marks_its_cuts(
+    served: Server, browser: Any
+) -> None:
+    tab = Page(browser, served.url)
+    page = tab.page
+    page.locator('#memories li[data-path="memories/sample"] a').click()
+    page.wait_for_selector("#outline .outline-macro")
+    outline = served.get("/api/memory?path=memories/sample")
+    titles = page.locator("#outline .outline-macro .label").all_text_contents()
+    assert len(titles) == sum(len(s["macro_events"]) for s in outline["super_events"])
+    assert len(set(titles)) == len(titles), titles
+    assert outline["title"] not in titles
+    summaries = page.locator("#outline .outline-macro .summary").all_text_contents()
+    stored = [m["summary"] for s in outline["super_events"] for m in s["macro_events"]]
+    cut = [(shown, full) for shown, full in zip(summaries, stored, strict=True) if shown != full]
+    assert cut, "the sample's summaries are long: some are cut"
+    for shown, full in cut:
+        assert shown.endswith("…") and full.startswith(shown[:-1].rstrip(" ,;:.")), shown
+    assert tab.errors == []

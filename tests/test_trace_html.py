@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -255,6 +256,50 @@ def test_all_memory_and_model_text_is_escaped() -> None:
     assert "https://" not in page
     # The video path it records is not a file here: placeholders, and the page says why.
     assert "the video was not available" in page and 'class="vt-ph"' in page
+
+
+def _four_options(answer: str) -> Result:
+    return Result(
+        question_id="q1", question="Which gate?", options=["A. one", "B. two", "C. three"],
+        answer=answer, reasoning="", answer_source="answer", variant="full", memory_text="",
+        memory_tokens=0, levels=[], handoff_trace="", trace=Trace(), prompt_hashes={},
+        usage=UsageSummary.from_dict({"calls": 0}),
+    )  # fmt: skip
+
+
+def _options_list(page: str) -> str:
+    start = page.index('<ul class="vt-options">')
+    return page[start : page.index("</ul>", start)]
+
+
+def test_the_tick_marks_the_right_option_and_chosen_marks_the_answer() -> None:
+    # A wrong answer: ✓ on the right option (B), "chosen" and ✗ on the answer's (A).
+    wrong = _options_list(question_page(_four_options("A"), correct="B"))
+    assert '<li class="vt-chosen"><span class="vt-mark vt-wrong"' in wrong
+    assert '✗</span>A. one <span class="vt-tag-chosen">chosen</span></li>' in wrong
+    assert '<li class="vt-correct"><span class="vt-mark vt-right"' in wrong
+    assert "✓</span>B. two</li>" in wrong
+    assert wrong.count("✓") == 1 and "chosen" not in wrong.split("B. two")[1]
+    page = question_page(_four_options("A"), correct="B")
+    assert "✗ wrong (the right answer is B)" in page
+    # A right answer: one option, both chosen and ticked.
+    right = _options_list(question_page(_four_options("B"), correct="B"))
+    assert right.count("✓") == 1 and right.count(">chosen<") == 1
+    assert '<li class="vt-chosen vt-correct">' in right
+    assert "✓ right" in question_page(_four_options("B"), correct="B")
+    # No answer key: the chosen option says so, and nothing is ticked as right.
+    unknown = question_page(_four_options("C"))
+    assert "✓" not in _options_list(unknown) and "✗" not in unknown
+    assert 'C. three <span class="vt-tag-chosen">chosen</span>' in unknown
+    assert "✓ right" not in unknown and "✗ wrong" not in unknown
+
+
+def test_one_page_per_question_marks_each_against_its_answer_key(tmp_path: Path) -> None:
+    results = [_four_options("A"), replace(_four_options("C"), question_id="q2")]
+    pages = write_question_pages(results, tmp_path, answers={"q1": "A", "q2": "B"})
+    first, second = (path.read_text(encoding="utf-8") for path in pages)
+    assert "✓ right" in first and '<li class="vt-chosen vt-correct">' in first
+    assert "✗ wrong (the right answer is B)" in second
 
 
 # --------------------------------------------------------------------------- a real run

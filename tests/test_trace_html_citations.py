@@ -23,11 +23,13 @@ from browser_support import browse, longest_run, root_element
 from method_support import ask, make_vt
 from PIL import Image
 
+from videotapestry.agents.state import Citation, EvidenceRef
 from videotapestry.cli import main
 from videotapestry.result import Result
 from videotapestry.testing import FakeOpenAIServer
 from videotapestry.testing.scripted import ScriptedModel
-from videotapestry.timecode import format_range, format_timestamp
+from videotapestry.timecode import format_timestamp
+from videotapestry.views.citation_text import span_text
 from videotapestry.views.timeline import CITED_TINT, TimelineLayout
 from videotapestry.views.trace_data import load_question_trace
 from videotapestry.views.trace_html import question_page, result_html, thumbnails_for
@@ -115,11 +117,12 @@ def test_the_section_lists_every_source_with_its_time_level_and_text(cited) -> N
         assert shown in tags[figure][1]["title"].split(", ")
         assert tags[figure][1]["class"] == "vt-cited"
     entry = _entry(page, "vt-src-2-1")
-    assert format_range(612.0, 615.0) in entry and (line.start_s, line.end_s) == (612.0, 615.0)
+    assert "said at" in entry and (line.start_s, line.end_s) == (612.0, 615.0)
+    assert span_text(612.0, 615.0) == "10:12–10:15" and span_text(612.0, 615.0) in entry
     assert f"“{html.escape(SAID)}”" in entry and "from Overview Agent (super)" in entry
     entry = _entry(page, "vt-src-3-1")
     assert (node.start_s, node.end_s) == result.node_times["macro_0002"]
-    assert format_range(node.start_s, node.end_s) in entry
+    assert span_text(node.start_s, node.end_s) in entry
     assert f"<code>{node.id}</code>" in entry and "from Skim Agent (macro)" in entry
     # The id that named nothing is dropped, said here and among the warnings (the run is
     # not degraded by it).
@@ -131,6 +134,36 @@ def test_the_section_lists_every_source_with_its_time_level_and_text(cited) -> N
     assert html.escape(HOSTILE) in section and "<script>document" not in page
     assert page.count("<script") == 1
     assert f"citation 1: {html.escape(HOSTILE)}" in page
+
+
+#: A claim as the offline model quotes the memory (issue 39): ids and prompt markup.
+MEMORY_CLAIM = '- slot3_o7 [03:32-04:18] "Door code 4417" (scene_text): read by OCR'
+NODE_ID = re.compile(r"\b(slot\d+_[a-z]+\d+|macro_\d+|super_\d+|clip_\d+|root_\d+)\b")
+
+
+def test_the_section_reads_without_ids_which_stay_in_a_closed_detail_view(cited) -> None:
+    result, _ = cited
+    [[s1, _k3], [line], [node]] = [c.sources for c in result.citations]
+    ocr = EvidenceRef(id="slot3_o7", kind="stored_node", level="subgraph", start_s=212.0,
+                      end_s=258.0, text="Door code 4417", node_kind="OCRText")  # fmt: skip
+    claims = [Citation(claim=MEMORY_CLAIM, sources=[s1, ocr]), *result.citations[1:]]
+    page = result_html(Result(**{**result.__dict__, "citations": claims}))
+    section = page[page.index('<section class="vt-citations"') :]
+    section = section[: section.index("</section>")]
+    visible = html.unescape(re.sub(r"<details.*?</details>|<[^>]+>", " ", section, flags=re.S))
+    assert not NODE_ID.search(visible) and "(scene_text)" not in visible, visible
+    assert not re.search(r"\b[SKFT]\d+\b", visible), visible
+    assert "Door code 4417" in visible and "on screen at 03:32–04:18" in " ".join(visible.split())
+    assert f"frame at {format_timestamp(s1.at_s)}" in " ".join(visible.split())
+    assert "said at 10:12–10:15" in " ".join(visible.split())
+    assert "memory, " in visible and node.text in visible
+    # The ids are there for whoever opens the detail view.
+    details = re.findall(r"<details.*?</details>", section, flags=re.S)
+    assert any("<code>slot3_o7</code>" in d for d in details)
+    assert any(f"<code>{line.id}</code>" in d for d in details)
+    # The timeline's marks say the same, without ids.
+    titles = re.findall(r"<title>(citation 1: [^<]*)</title>", page)
+    assert titles and not any(NODE_ID.search(t) for t in titles), titles
 
 
 def test_the_cited_lane_marks_each_span_where_the_timeline_puts_it(cited) -> None:

@@ -29,7 +29,13 @@ from videotapestry.agents.citations import citable
 from videotapestry.agents.context import ProgressCallback, RunContext
 from videotapestry.agents.follow_up import resolve_follow_up
 from videotapestry.agents.rules import is_global_question
-from videotapestry.agents.state import Degradation, EarlierTurn, QuestionInput, ResultWarning
+from videotapestry.agents.state import (
+    Degradation,
+    DegradationKind,
+    EarlierTurn,
+    QuestionInput,
+    ResultWarning,
+)
 from videotapestry.assemble import CompositeMemory, assemble
 from videotapestry.config import Config, load_config, validate_config
 from videotapestry.contracts.method import OUTPUT_SCHEMAS, answer_model
@@ -250,14 +256,13 @@ class VideoTapestry:
             history=list(history),
             asked=follow_up.asked,
         )
-        setup = []
+        setup: list[Degradation] = []
         if follow_up.unresolved:
             setup.append(
-                Degradation(
-                    kind="follow_up_unresolved",
-                    level="setup",
-                    what="the follow-up's reference to an earlier answer",
-                    why=follow_up.unresolved,
+                _setup_loss(
+                    "follow_up_unresolved",
+                    "the follow-up's reference to an earlier answer",
+                    follow_up.unresolved,
                 )
             )
         # Opening the video (probe, decoders) and loading the memory are CPU and file work:
@@ -289,21 +294,21 @@ class VideoTapestry:
             if ctx.observation_disabled:
                 ctx.session.trace.note("observation_disabled", reason=ctx.observation_disabled)
             if ctx.asr_substituted and ctx.asr_enabled:
+                setup.append(_setup_loss("asr_substituted", "ASR transcript", ctx.asr_substituted))
+            if ctx.memory_past_end and ctx.variant.method:
                 setup.append(
-                    Degradation(
-                        kind="asr_substituted",
-                        level="setup",
-                        what="ASR transcript",
-                        why=ctx.asr_substituted,
+                    _setup_loss(
+                        "memory_past_video_end",
+                        "the memory's nodes past the video's end",
+                        ctx.memory_past_end,
                     )
                 )
             if ctx.video is not None and ctx.video.info.not_upright and ctx.visual_enabled:
                 setup.append(
-                    Degradation(
-                        kind="frames_not_upright",
-                        level="setup",
-                        what="the frames the agents see",
-                        why=ctx.video.info.not_upright,
+                    _setup_loss(
+                        "frames_not_upright",
+                        "the frames the agents see",
+                        ctx.video.info.not_upright,
                     )
                 )
             state = await graph.ainvoke(state_in, run_config, context=ctx)
@@ -651,3 +656,8 @@ def _vectors_warning(replaced: VectorsReplaced | None) -> list[ResultWarning]:
 
 def _memory_source(memory: str | Path | VideoMemory) -> str | None:
     return None if isinstance(memory, VideoMemory) else str(Path(memory).resolve())
+
+
+def _setup_loss(kind: DegradationKind, what: str, why: str) -> Degradation:
+    """A loss known before the first agent runs (the question's setup), reported as such."""
+    return Degradation(kind=kind, level="setup", what=what, why=why)

@@ -104,6 +104,10 @@ class ModelAuthError(ModelCallError):
     recoverable = False
 
 
+#: Said by every missing-key error: the choice that needs no key at all.
+NO_KEY_CHOICE = "or run the in-process offline model, which needs no key: --profile offline"
+
+
 class ModelRequestError(ModelCallError):
     """The endpoint rejected the request itself (400/404/422).
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from videotapestry.agents.context import ProgressCallback, RunContext
 from videotapestry.agents.state import QuestionInput
 from videotapestry.asr import SubtitleSource, TranscriptSource, make_transcript_source
-from videotapestry.memory import VideoMemory, check_duration
+from videotapestry.memory import VideoMemory, check_duration, past_video_end
 from videotapestry.memory_cache import MemoryCache
 from videotapestry.video import (
     FrameCache,
@@ -107,6 +107,7 @@ def open_run_context(
                     }
                 )
         loaded = memories.load(memory, video_fingerprint=video_fp)
+        past_end = None
         if reader is not None:
             origin = "the memory" if isinstance(memory, VideoMemory) else str(memory)
             check_duration(
@@ -115,6 +116,7 @@ def open_run_context(
                 reader.info.duration_s,
                 origin=origin,
             )
+            past_end = past_video_end(loaded.memory, reader.info.duration_s, origin=origin)
     except BaseException:
         for opened in decoders if owned else []:
             opened.close()
@@ -135,6 +137,7 @@ def open_run_context(
         observation_disabled=disabled,
         asr_unavailable=asr_unavailable,
         asr_substituted=asr_substituted,
+        memory_past_end=past_end,
         subtitles_for_whisper=subtitles_for_whisper,
         vectors_replaced=loaded.vectors_replaced,
         progress=progress,

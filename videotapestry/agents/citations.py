@@ -111,6 +111,7 @@ def stored_ref(memory: VideoMemory, node_id: str, level: Level) -> EvidenceRef:
         start_s=span.start,
         end_s=span.end,
         text=node_label(memory.node(node_id)),
+        node_kind=memory.node(node_id).kind,
     )
 
 

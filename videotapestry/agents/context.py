@@ -55,6 +55,9 @@ class RunContext:
     #: Why the transcript the ASR tool reads is not the one ``asr.source`` names (the
     #: memory's Whisper transcript standing in for missing subtitles); None when it is.
     asr_substituted: str | None = None
+    #: The memory's nodes that start past the video's end (``memory.past_video_end``), said
+    #: for a degradation; None when there are none, or no video to compare with.
+    memory_past_end: str | None = None
     #: Why the ASR tool reads subtitles under ``asr.source: whisper`` (a warning), or None.
     subtitles_for_whisper: str | None = None
     #: The memory's own node vectors when the configured embedder's replaced them (they steer

@@ -127,6 +127,7 @@ DegradationKind = Literal[
     "asr_lost",  # no transcript (Whisper failed, subtitles missing) or the ASR call failed
     "asr_substituted",  # another transcript than asr.source names (stored, for subtitles)
     "frames_not_upright",  # the display matrix asks for more than a quarter turn (a mirror)
+    "memory_past_video_end",  # memory nodes start past the video's end: nothing to observe
     "call_fallback",  # a planning, update or decision call failed and took its fallback
     "update_rejected",  # some entries of an update reply were unusable; originals kept
     "answer_fallback",  # the Answer agent gave no usable letter: the letter is a guess
@@ -216,6 +217,8 @@ class EvidenceRef(_Model):
     text: str = ""
     #: A frame's own timestamp (its span is the stretch of video it stands for).
     at_s: float | None = None
+    #: A stored node's kind (``OCRText``, ``MacroEvent`` …), so it is shown as what it is.
+    node_kind: str | None = None
 
 
 class Citation(_Model):

@@ -17,6 +17,7 @@ from videotapestry.commands.common import (
     EXIT_DEGRADED,
     EXIT_ERROR,
     AddConfigOptions,
+    check_key,
     default_trace_path,
     facade,
     finish,
@@ -73,6 +74,7 @@ async def _ask(args: argparse.Namespace) -> int:
     flags = ["asr.source=subtitles"] if args.subtitles else []
     vt = facade(args, *flags)
     try:
+        check_key(vt, args.memory)
         result = await vt.aanswer(
             args.video,
             args.memory,

@@ -4,9 +4,10 @@
 output root must then be on storage every Ray worker sees, since the checkpoints a retried
 task resumes from live there.
 
-Exit status: 0 when every memory is complete, 3 when a memory is partial (some clips failed;
-``--allow-partial`` makes that 0), 2 when a build stopped (its checkpoints are kept: run the
-same command again to resume), 130 when stopped with Ctrl-C (checkpoints kept too).
+Exit status: 0 when every memory is complete, 3 when a memory is partial (some clips failed,
+or part of the video could not be decoded; ``--allow-partial`` makes that 0), 2 when a build
+stopped (its checkpoints are kept: run the same command again to resume), 130 when stopped
+with Ctrl-C (checkpoints kept too).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         help="build a hierarchical memory from a raw video (resumable)",
         description="Build a memory from a video with the configured models. A killed or "
         "stopped build resumes when run again with the same arguments.",
-        epilog="exit status: 0 complete, 3 partial (some clips failed), 2 stopped",
+        epilog="exit status: 0 complete, 3 partial (clips failed, video lost), 2 stopped",
     )
     parser.add_argument("video", nargs="?", help="the video file")
     parser.add_argument("out", nargs="?", help="new or empty directory for the memory")
@@ -79,7 +80,9 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--json", action="store_true", help="print the build reports as JSON")
     parser.add_argument(
-        "--allow-partial", action="store_true", help="exit 0 even when some clips failed"
+        "--allow-partial",
+        action="store_true",
+        help="exit 0 even when some clips failed or part of the video was lost",
     )
     add_config(parser)
     parser.set_defaults(handler=run)

@@ -29,8 +29,10 @@ from videotapestry.commands.common import (
     EXIT_ERROR,
     AddConfigOptions,
     answer_line,
+    check_key,
     citation_lines,
     facade,
+    plural,
     progress_printer,
     unwritten_trace,
 )
@@ -181,6 +183,7 @@ async def _chat(args: argparse.Namespace, scripted: list[ChatTurn] | None) -> in
     try:
         if scripted is not None:
             check_script(args.script, scripted, vt.config.question.max_chars)
+        check_key(vt, args.memory)
         with vt.conversation(
             args.video,
             args.memory,
@@ -212,8 +215,8 @@ async def _chat(args: argparse.Namespace, scripted: list[ChatTurn] | None) -> in
         await vt.aclose()
     if degraded and not args.allow_degraded:
         print(
-            f"videotapestry: {degraded} turn(s) lost part of the method; exiting with status "
-            f"{EXIT_DEGRADED} (--allow-degraded accepts them)",
+            f"videotapestry: {plural(degraded, 'turn')} lost part of the method; exiting with "
+            f"status {EXIT_DEGRADED} (--allow-degraded accepts them)",
             file=sys.stderr,
         )
         return EXIT_DEGRADED

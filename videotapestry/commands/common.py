@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from videotapestry.config import Config, available_profiles, load_config
 from videotapestry.prompts import PromptRegistry
 from videotapestry.question import option_label
-from videotapestry.timecode import format_range, format_timestamp
 
 if TYPE_CHECKING:
     from videotapestry.agents.context import ProgressCallback
@@ -133,6 +132,40 @@ def facade(args: argparse.Namespace, *flag_overrides: str) -> VideoTapestry:
     return VideoTapestry(args.config, profile=args.profile, overrides=overrides)
 
 
+def check_key(vt: VideoTapestry, memory: str | Path | None) -> None:
+    """Fail fast, before any model or memory loads, when a role's API key is not set; when
+    ``memory`` was built with the offline model, the error says to add ``--profile offline``.
+    """
+    from videotapestry.errors import ModelAuthError
+    from videotapestry.variants import variant_named
+
+    try:
+        vt.service.check_credentials(variant_named(vt.config.variant).model_roles)
+    except ModelAuthError as exc:
+        if memory is None or not built_offline(memory):
+            raise
+        raise ModelAuthError(
+            f"{exc}; the memory at {memory} was built with the offline model: add "
+            "--profile offline",
+            role=exc.role,
+            endpoint=exc.endpoint,
+        ) from None
+
+
+def built_offline(memory: str | Path) -> bool:
+    """Whether the native memory at ``memory`` says (in its manifest) that the offline model
+    built it; False when it records nothing readable (a MemDreamer memory, a bad path)."""
+    from videotapestry.memory.formats.native import MANIFEST_FILE
+
+    try:
+        manifest = json.loads((Path(memory) / MANIFEST_FILE).read_text(encoding="utf-8"))
+        config = manifest.get("config") or {}
+        default = (config.get("models") or {}).get("default") or {}
+        return config.get("profile") == "offline" or default.get("provider") == "offline"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def progress_printer(quiet: bool) -> ProgressCallback:
     """Progress lines on stderr: each level's steps, and waits and retries of slow calls."""
 
@@ -145,7 +178,8 @@ def progress_printer(quiet: bool) -> ProgressCallback:
             problem = f", last: {event['last_problem']}" if event.get("last_problem") else ""
             reason = f" after {event['reason']}" if event.get("reason") else ""
             line = (
-                f"[{event.get('level')}] {event.get('role')}: {what} the model server{reason} "
+                f"[{event.get('level')}] {event.get('role')}: {what} "
+                f"{event.get('target', 'the model server')}{reason} "
                 f"(attempt {event.get('attempt')}, {event.get('waited_s')} s{problem})"
             )
         else:
@@ -156,14 +190,16 @@ def progress_printer(quiet: bool) -> ProgressCallback:
     return progress
 
 
-def unwritten_trace(path: str | Path, exc: Exception) -> str:
+def unwritten_trace(
+    path: str | Path, exc: Exception, hint: str = "pass --trace a writable path"
+) -> str:
     """The line said after an answer whose trace could not be written: the answer was
     printed first, so a full disk or a read-only folder loses only the trace."""
     reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     where = f" ({exc.filename})" if isinstance(exc, OSError) and exc.filename else ""
     return (
         f"videotapestry: error: the trace could not be written to {path}: {reason}{where}; "
-        f"the answer above stands (exit status {EXIT_ERROR}; pass --trace a writable path)"
+        f"the answer above stands (exit status {EXIT_ERROR}; {hint})"
     )
 
 
@@ -179,31 +215,42 @@ def level_lines(levels: Sequence[LevelOutcome]) -> list[str]:
     for outcome in levels:
         handed = "STOP" if outcome.stop else f"-> {', '.join(outcome.selected_ids)}"
         looks = ", ".join(
-            f"{o.kind} {len(o.frame_times) or o.transcript_lines}"
+            f"{o.kind} {_looked(o.kind, len(o.frame_times) or o.transcript_lines)}"
             + ("" if o.succeeded else " (failed)")
             for o in outcome.observations
         )
         seen = looks or "no observation"
-        lines.append(
-            f"  {outcome.agent:<16} {len(outcome.candidate_ids)} candidates, {seen}; {handed}"
-        )
+        candidates = plural(len(outcome.candidate_ids), "candidate")
+        lines.append(f"  {outcome.agent:<16} {candidates}, {seen}; {handed}")
     return lines
 
 
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 candidate``, ``3 candidates`` (``nouns`` for an irregular plural)."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
+
+
+def _looked(kind: str, count: int) -> str:
+    """What one observation took in: ``12 frames``, ``1 line`` of the transcript."""
+    return plural(count, "frame") if kind == "visual" else plural(count, "line")
+
+
 def citation_lines(citations: Sequence[Citation], *, asked: bool = True) -> list[str]:
-    """Each cited claim with the moments to look at: ``cites 05:31, 05:40-05:44: claim``."""
+    """Each cited claim in words, then its sources with their times (``views.citation_text``):
+
+    ``claim 1: The code is 4417`` / ``  cites frames at 04:13, 04:17`` / ``  cites on screen
+    at 03:32–04:18: “Door code 4417”``. The ids stay in ``--json``.
+    """
+    from videotapestry.views.citation_text import claim_text, sources_text
+
     if not asked:
         return ["cites: not asked for (answer.citations is off)"]
     if not citations:
         return ["cites: nothing (the answer gave no valid citation)"]
     lines = []
-    for citation in citations:
-        moments = ", ".join(
-            format_timestamp(s.at_s) if s.at_s is not None else format_range(s.start_s, s.end_s)
-            for s in citation.sources
-        )
-        ids = " ".join(s.id for s in citation.sources)
-        lines.append(f"cites {moments} [{ids}]: {citation.claim}".rstrip(": "))
+    for n, citation in enumerate(citations, 1):
+        lines.append(f"claim {n}: {claim_text(citation.claim)}")
+        lines += [f"  cites {source}" for source in sources_text(citation.sources)]
     return lines
 
 

@@ -127,6 +127,7 @@ def _as_json(report) -> dict:
     return {
         "right": report.score[0],
         "total": report.score[1],
+        "video": str(report.video),
         "memory_dir": str(report.memory_dir),
         "build_s": round(report.build_s, 2),
         "build_calls": report.build_calls,

@@ -420,6 +420,7 @@ def _write_outputs(run_dir: Path, benchmark: str, outcome: RunOutcome) -> None:
 
 def _summary(outcome: RunOutcome, run_dir: Path, *, allow_degraded: bool) -> int:
     """Accuracy per variant on stdout; the exit status of the run's records."""
+    from videotapestry.eval.grounding import evidence_tally
     from videotapestry.eval.session import summarize
 
     for figures in summarize(outcome):
@@ -444,6 +445,13 @@ def _summary(outcome: RunOutcome, run_dir: Path, *, allow_degraded: bool) -> int
             )
         print(f"{figures.variant:<20} accuracy {accuracy:<18} {detail}")
     print(f"results: {run_dir / 'results.jsonl'}; traces: {run_dir / 'traces'}")
+    tally = evidence_tally(outcome.records.values())
+    if tally.noted:
+        print(
+            f"evidence times fitted to the videos: {tally.reversed} reversed span(s) ordered, "
+            f"{tally.clipped} clipped at a video's end, {tally.past_end} dropped past it, "
+            f"{len(tally.unreadable)} time reference(s) unreadable (see the report)"
+        )
     if outcome.torn_lines:
         print("(the torn last line of an interrupted run was dropped)", file=sys.stderr)
     if outcome.stopped:

@@ -2,16 +2,25 @@
 memories (paper Table 3(b)); only the Answer agent runs, once per ``--variant``.
 
 Each variant's trace is saved beside the original (``TRACE.<variant>.json``); the exit status
-is the worst of the variants' (as ``ask``'s: 0, 2 or 3).
+is the worst of the variants' (as ``ask``'s: 0, 2 or 3). A variant whose trace cannot be
+written is printed first and then named with status 2, as ``ask`` does.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from pathlib import Path
 
-from videotapestry.commands.common import AddConfigOptions, facade, finish
+from videotapestry.commands.common import (
+    EXIT_ERROR,
+    AddConfigOptions,
+    facade,
+    finish,
+    unwritten_trace,
+)
+from videotapestry.errors import VideoTapestryError
 from videotapestry.variants import REASSEMBLY_VARIANTS
 
 
@@ -48,8 +57,16 @@ async def _reanswer(args: argparse.Namespace) -> int:
     try:
         for variant in args.variant:
             result = await vt.areanswer(exploration, variant, memory=args.memory)
-            trace_path = result.save_trace(Path(args.trace).with_suffix(f".{variant}.json"))
-            code = finish(result, trace_path, as_json=args.json, allow_degraded=args.allow_degraded)
+            trace_path = Path(args.trace).with_suffix(f".{variant}.json")
+            try:
+                saved = result.save_trace(trace_path)
+            except (OSError, VideoTapestryError) as exc:  # a read-only folder, a full disk
+                finish(result, None, as_json=args.json, allow_degraded=args.allow_degraded)
+                hint = "copy the trace to a writable folder and re-answer it there"
+                print(unwritten_trace(trace_path, exc, hint), file=sys.stderr)
+                status = max(status, EXIT_ERROR)
+                continue
+            code = finish(result, saved, as_json=args.json, allow_degraded=args.allow_degraded)
             status = max(status, code)
     finally:
         await vt.aclose()

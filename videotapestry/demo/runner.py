@@ -5,7 +5,10 @@ memory builder over the shipped sample video, then the full method for every shi
 question — and prints what a researcher would check first: the answer, whether it is right,
 the levels visited and the moments (frames, transcript lines) the answer rests on. With the
 offline profile nothing needs a key or a download. The memory and the model replies are
-cached in the user cache directory, so a second run rebuilds nothing and repeats no call.
+cached in the user cache directory, one cache per installation (version and checkout), and
+a memory the demo built is used again as long as its stamp (``build_stamp``: the video's
+fingerprint, the settings, prompts and models it was built with) is unchanged, so a second
+run rebuilds nothing, repeats no call and checks the memory in milliseconds.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +27,7 @@ from videotapestry.contracts.fields import parse_seconds
 from videotapestry.errors import VideoTapestryError
 from videotapestry.question import option_body, option_letters
 from videotapestry.timecode import format_timestamp
+from videotapestry.views.citation_text import plain_text, span_text
 
 if TYPE_CHECKING:
     from videotapestry.api import VideoTapestry
@@ -71,8 +76,9 @@ class DemoReport:
     memory_dir: Path
     build_s: float
     answer_s: float
-    build_calls: int  # model calls the build made (0: everything came from its checkpoints)
+    build_calls: int  # model calls the build made (0: the memory was current, or checkpoints)
     pages: list[Path] = field(default_factory=list)
+    video: Path | None = None  # the video whose memory it is and whose questions were asked
 
     @property
     def score(self) -> tuple[int, int]:
@@ -80,9 +86,23 @@ class DemoReport:
 
 
 def demo_cache_dir() -> Path:
-    """Where the demo keeps the sample's memory and its model replies between runs."""
+    """Where the demo keeps the sample's memory and its model replies between runs: one
+    directory per installation (``installation_key``), so a fresh clone builds its own."""
+    import videotapestry
+
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "videotapestry" / "demo"
+    package = Path(videotapestry.__file__).resolve().parent
+    return (
+        Path(base) / "videotapestry" / "demo" / installation_key(videotapestry.__version__, package)
+    )
+
+
+def installation_key(version: str, package_dir: Path) -> str:
+    """``0.1.0-1a2b3c4d``: the package version and a short hash of the installed package's
+    directory; every checkout (or environment) of one account gets a cache of its own."""
+    from videotapestry.prompts import short_hash
+
+    return f"{version}-{short_hash(str(package_dir))[:8]}"
 
 
 def demo_memory_dir(video: Path, cache: Path | None = None) -> Path:
@@ -161,7 +181,24 @@ def _naming_parts(option: str, line: str) -> list[str]:
     if len(line) <= 200:
         return [line]
     parts = re.split(r"(?<=[.;!?\"])\s+", line)
-    return [f"{when[0]}: {p.strip()}" for p in parts if _names(option, p)][:2]
+    # A sentence that names its own time keeps it (not the line's, which may be far wider).
+    return [
+        p.strip() if _TIME_RANGE.search(p) else f"{when[0]}: {p.strip()}"
+        for p in parts
+        if _names(option, p)
+    ][:2]
+
+
+def memory_line_text(line: str) -> str:
+    """A memory line as a person reads it: its own time (``03:32–04:18``), then its text
+    without the memory's markup and ids (``views.citation_text.plain_text``)."""
+    when = _TIME_RANGE.search(line)
+    text = _TIME_RANGE.sub("", plain_text(line)) if when else plain_text(line)
+    text = re.sub(r"^[\s\[\]():,;]+|[\s\[(]+$", "", re.sub(r"[\[(]\s*[\])]", "", text))
+    if when is None:
+        return text
+    shown = "–".join(format_timestamp(parse_seconds(t)) for t in re.findall(_CLOCK, when[0]))
+    return f"{shown}: {text}" if text else shown
 
 
 async def run_demo(
@@ -176,12 +213,17 @@ async def run_demo(
 ) -> DemoReport:
     """Build (or reuse) the sample's memory, then answer every question with ``vt``."""
     started = time.perf_counter()
-    # Always through the builder: its checkpoints make an unchanged rebuild free, and a
-    # changed model, prompt or setting redoes exactly what depends on it.
-    build = await vt.abuild_memory(sample.video, memory_dir, restart=rebuild, progress=progress)
-    build_calls = int(build.report.usage.get("calls", 0)) - int(
-        build.report.usage.get("cached_calls", 0)
-    )
+    # A memory this demo built with everything it depends on unchanged (``build_stamp``) is
+    # used as it is; otherwise the builder runs, whose checkpoints redo only what changed.
+    stamp = build_stamp(vt, sample.video)
+    build_calls = 0
+    if rebuild or not memory_is_current(memory_dir, stamp):
+        build = await vt.abuild_memory(sample.video, memory_dir, restart=rebuild, progress=progress)
+        build_calls = int(build.report.usage.get("calls", 0)) - int(
+            build.report.usage.get("cached_calls", 0)
+        )
+        if not build.partial:
+            record_stamp(memory_dir, stamp)
     build_s = time.perf_counter() - started
     outcomes: list[DemoOutcome] = []
     answering = time.perf_counter()
@@ -200,14 +242,89 @@ async def run_demo(
             if bar is not None:
                 bar.update(1)
             if on_outcome is not None:
-                on_outcome(outcome)
+                # The bar is wiped while the caller prints and redrawn below it after, so a
+                # terminal never shows a line glued to the bar's end.
+                with _bar_cleared(bar):
+                    on_outcome(outcome)
     finally:
         if bar is not None:
             bar.close()
-    report = DemoReport(outcomes, memory_dir, build_s, time.perf_counter() - answering, build_calls)
+    report = DemoReport(
+        outcomes,
+        memory_dir,
+        build_s,
+        time.perf_counter() - answering,
+        build_calls,
+        video=sample.video,
+    )
     if html_dir is not None:
-        report.pages = _write_pages([o.result for o in outcomes], html_dir, sample.video)
+        report.pages = _write_pages(outcomes, html_dir, sample.video)
     return report
+
+
+def build_stamp(vt: VideoTapestry, video: Path) -> str:
+    """A digest of what the demo's memory of ``video`` is made from: the video's fingerprint,
+    the package and builder versions, the configuration (less where replies are cached and
+    how work is spread: ``cache``, ``executor``, ``serve``, ``pricing``), the builder
+    prompts and the builder models' revisions (the offline model's rules). Reads no model
+    and no memory: a cached memory is checked in milliseconds."""
+    import videotapestry
+    from memory_builders.report import BUILDER_VERSION
+    from videotapestry.contracts.builder import BUILDER_PROMPT_ROLES
+    from videotapestry.prompts import short_hash
+    from videotapestry.trace import without_url_credentials
+    from videotapestry.video import fingerprint
+
+    config = without_url_credentials(vt.config.model_dump(mode="json"))
+    for unrelated in ("cache", "executor", "serve", "pricing"):
+        config.pop(unrelated, None)
+    roles = sorted(set(BUILDER_PROMPT_ROLES.values()))
+    parts = {
+        "video": fingerprint(video),
+        "package": videotapestry.__version__,
+        "builder": BUILDER_VERSION,
+        "config": config,
+        "prompts": {name: vt.prompts.source(name) for name in sorted(BUILDER_PROMPT_ROLES)},
+        "revisions": {role: vt.service.revision_for(role) for role in roles},
+    }
+    return short_hash(json.dumps(parts, sort_keys=True, default=str))
+
+
+def memory_is_current(memory_dir: Path, stamp: str) -> bool:
+    """Whether ``memory_dir`` holds the complete memory this demo built with ``stamp``: the
+    stamp recorded beside it after that build, and the memory's manifest still the one that
+    build wrote (another build into the folder writes a new one)."""
+    try:
+        recorded = json.loads(_stamp_path(memory_dir).read_text(encoding="utf-8"))
+        manifest = json.loads((memory_dir / "manifest.json").read_text(encoding="utf-8"))
+        build = manifest.get("build") or {}
+        return (
+            recorded.get("stamp") == stamp
+            and recorded.get("created") == manifest.get("created")
+            and recorded.get("video_fingerprint") == manifest.get("video_fingerprint")
+            and build.get("status") == "complete"
+            and not build.get("partial")
+        )
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def record_stamp(memory_dir: Path, stamp: str) -> None:
+    """Note beside a finished memory which ``build_stamp`` it was built with."""
+    manifest = json.loads((memory_dir / "manifest.json").read_text(encoding="utf-8"))
+    record = {
+        "stamp": stamp,
+        "created": manifest.get("created"),
+        "video_fingerprint": manifest.get("video_fingerprint"),
+    }
+    path = _stamp_path(memory_dir)
+    partial = path.with_name(path.name + ".tmp")
+    partial.write_text(json.dumps(record), encoding="utf-8")
+    partial.replace(path)
+
+
+def _stamp_path(memory_dir: Path) -> Path:
+    return memory_dir.with_name(f"{memory_dir.name}.stamp.json")
 
 
 def render_outcome(outcome: DemoOutcome, cited: Sequence[str] = ()) -> str:
@@ -225,9 +342,9 @@ def render_outcome(outcome: DemoOutcome, cited: Sequence[str] = ()) -> str:
     for level, t, text in outcome.evidence.frames[:4]:
         lines.append(f"  frame {format_timestamp(t)} ({level}): {text}")
     for start, end, text in outcome.evidence.speech[:3]:
-        lines.append(f"  speech [{format_timestamp(start)}-{format_timestamp(end)}]: {text}")
+        lines.append(f"  said at {span_text(start, end)}: “{_shorten(text, 160)}”")
     for line in outcome.evidence.memory[:3]:
-        lines.append(f"  memory: {_shorten(line, 160)}")
+        lines.append(f"  memory: {_shorten(memory_line_text(line), 160)}")
     evidence = outcome.evidence
     if not (evidence.frames or evidence.speech or evidence.memory):
         lines.append("  evidence: nothing observed or stored names this option")
@@ -241,10 +358,13 @@ def render_outcome(outcome: DemoOutcome, cited: Sequence[str] = ()) -> str:
 def render_summary(report: DemoReport) -> str:
     right, total = report.score
     memory = f"built ({report.build_calls} model calls)" if report.build_calls else "cached"
-    return (
-        f"{right}/{total} right · memory {memory}, {report.build_s:.1f} s "
-        f"({report.memory_dir}) · answering {report.answer_s:.1f} s"
-    )
+    lines = [
+        f"{right}/{total} right · memory {memory}, {report.build_s:.1f} s · answering "
+        f"{report.answer_s:.1f} s",
+        f"video:  {report.video}" if report.video is not None else "",
+        f"memory: {report.memory_dir}",
+    ]
+    return "\n".join(line for line in lines if line)
 
 
 # -- internals ------------------------------------------------------------------------------
@@ -298,7 +418,18 @@ def _bar(total: int, enabled: bool) -> Any:
     return tqdm(total=total, desc="answering", unit="question", leave=False)
 
 
-def _write_pages(results: list[Result], out_dir: Path, video: Path) -> list[Path]:
+@contextmanager
+def _bar_cleared(bar: Any) -> Iterator[None]:
+    if bar is None:
+        yield
+        return
+    with type(bar).external_write_mode():
+        yield
+
+
+def _write_pages(outcomes: list[DemoOutcome], out_dir: Path, video: Path) -> list[Path]:
+    """One page per question, each marked against the sample's answer key."""
     from videotapestry.views.trace_html import write_question_pages
 
-    return write_question_pages(results, out_dir, video=video)
+    answers = {o.result.question_id: o.question.answer for o in outcomes}
+    return write_question_pages([o.result for o in outcomes], out_dir, video=video, answers=answers)

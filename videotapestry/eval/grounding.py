@@ -15,7 +15,10 @@ the union of the spans the answer cites against the union of the evidence spans
 
 An answer that cites nothing is a miss with IoU 0, not left out; a failed question cites
 nothing. Leaving them out would let a method raise its hit rate by citing only when it is
-sure. Every function here is pure over records.
+sure. The evidence spans scored are the ones clipped to the video; what was done to fit
+them (spans ordered, clipped, dropped past the end; time references left unread) is
+tallied per run by ``evidence_tally``, so the report says it. Every function here is pure
+over records.
 """
 
 from __future__ import annotations
@@ -140,3 +143,51 @@ def grounding_by(
         for group in dict.fromkeys(groups(record)):
             members.setdefault(group, []).append(record)
     return {group: grounding(chosen) for group, chosen in sorted(members.items())}
+
+
+@dataclass(frozen=True)
+class EvidenceTally:
+    """What a run's loaders and runner did to the benchmark's evidence times, per question
+    (once, whatever the number of variants): spans given end first and put in order, spans
+    clipped at the video's end, spans dropped for starting past it, and the questions whose
+    time reference could not be read (they have no evidence spans)."""
+
+    reversed: int = 0
+    clipped: int = 0
+    past_end: int = 0
+    #: Ids of the questions whose time reference was unreadable, in first-seen order.
+    unreadable: tuple[str, ...] = ()
+
+    @property
+    def noted(self) -> bool:
+        return bool(self.reversed or self.clipped or self.past_end or self.unreadable)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "reversed_spans_ordered": self.reversed,
+            "spans_clipped": self.clipped,
+            "spans_dropped_past_end": self.past_end,
+            "unreadable_time_references": len(self.unreadable),
+            "unreadable_question_ids": list(self.unreadable),
+        }
+
+
+def evidence_tally(records: Iterable[ResultRecord]) -> EvidenceTally:
+    """The tally over ``records``: each question counted once, with the most any of its
+    records noted (an answered record may clip further, to the probed video's duration)."""
+    most: dict[str, tuple[int, int, int, bool]] = {}
+    for record in records:
+        notes = record.evidence_notes
+        ordered, clipped, dropped, unread = most.get(record.question_id, (0, 0, 0, False))
+        most[record.question_id] = (
+            max(ordered, notes.reversed),
+            max(clipped, notes.clipped),
+            max(dropped, notes.past_end),
+            unread or notes.unreadable is not None,
+        )
+    return EvidenceTally(
+        reversed=sum(counts[0] for counts in most.values()),
+        clipped=sum(counts[1] for counts in most.values()),
+        past_end=sum(counts[2] for counts in most.values()),
+        unreadable=tuple(qid for qid, counts in most.items() if counts[3]),
+    )

@@ -14,7 +14,50 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from videotapestry.question import LETTERS, option_letters
-from videotapestry.time_spans import checked
+from videotapestry.time_spans import Span, checked
+
+
+class EvidenceNotes(BaseModel):
+    """What was done to a question's evidence times to make them spans of its video.
+
+    Never silent: ``reversed`` spans (end before start) were put in order, ``clipped`` spans
+    ran past the video's end and were cut at it, ``past_end`` spans began at or after the
+    end and were dropped; ``unreadable`` is a time reference kept raw because it does not
+    read as times (the question then has no evidence spans). The report counts them.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    reversed: int = 0
+    clipped: int = 0
+    past_end: int = 0
+    unreadable: str | None = None
+
+    @property
+    def noted(self) -> bool:
+        """Whether anything was done (or left unread)."""
+        return bool(self.reversed or self.clipped or self.past_end or self.unreadable)
+
+
+def clip_spans(spans: list[Span], duration_s: float | None) -> tuple[list[Span], int, int]:
+    """``spans`` within ``[0, duration_s]``, and how many were clipped and dropped.
+
+    A span that runs past the end is cut at it; one that starts at or after the end (and
+    is not the moment of the end itself) is dropped. An unknown or zero duration keeps them.
+    """
+    if not duration_s or duration_s <= 0:
+        return list(spans), 0, 0
+    kept: list[Span] = []
+    clipped = dropped = 0
+    for start, end in spans:
+        if end <= duration_s:
+            kept.append((start, end))
+        elif start >= duration_s:
+            dropped += 1
+        else:
+            kept.append((start, duration_s))
+            clipped += 1
+    return kept, clipped, dropped
 
 
 class EvalQuestion(BaseModel):
@@ -28,6 +71,7 @@ class EvalQuestion(BaseModel):
     gives several). ``video`` is the video's file name relative to the ``--videos``
     directory. ``evidence_spans`` are where the benchmark says the answer can be seen or
     heard, in seconds (empty when it says nothing); grounding is scored against them.
+    ``evidence_notes`` counts what was done to them to fit the video (``within_video``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -50,6 +94,8 @@ class EvalQuestion(BaseModel):
     subtitle_offset_s: float = 0.0
     #: (start, end) seconds of the annotated evidence, as the benchmark lists them.
     evidence_spans: list[tuple[float, float]] = Field(default_factory=list)
+    #: Spans put in order, clipped or dropped, and a time reference that could not be read.
+    evidence_notes: EvidenceNotes = Field(default_factory=EvidenceNotes)
     #: Benchmark-specific fields kept for submissions and debugging (original ids, indices).
     extra: dict[str, Any] = Field(default_factory=dict)
 
@@ -77,6 +123,21 @@ class EvalQuestion(BaseModel):
         if self.answer not in option_letters(self.options):
             raise ValueError(f"answer {self.answer!r} is not the letter of one of the options")
         return self
+
+    def within_video(self, duration_s: float | None) -> EvalQuestion:
+        """The question with its evidence spans clipped to ``[0, duration_s]`` (the
+        benchmark's duration at load, the probed video's at run time), counted in
+        ``evidence_notes``; itself when nothing changes."""
+        spans, clipped, dropped = clip_spans(list(self.evidence_spans), duration_s)
+        if not (clipped or dropped):
+            return self
+        notes = self.evidence_notes.model_copy(
+            update={
+                "clipped": self.evidence_notes.clipped + clipped,
+                "past_end": self.evidence_notes.past_end + dropped,
+            }
+        )
+        return self.model_copy(update={"evidence_spans": spans, "evidence_notes": notes})
 
     @property
     def free_form(self) -> bool:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from videotapestry.agents.state import FORMER_DEGRADATIONS
-from videotapestry.eval.questions import EvalQuestion
+from videotapestry.eval.questions import EvalQuestion, EvidenceNotes
 
 Status = Literal["answered", "failed", "skipped"]
 
@@ -109,8 +109,11 @@ class ResultRecord(BaseModel):
     judgement: Judgement | None = None
     #: Union of the answer's cited spans, merged and sorted (seconds).
     cited_spans: list[tuple[float, float]] = Field(default_factory=list)
-    #: Where the benchmark says the evidence is (seconds), copied from the question.
+    #: Where the benchmark says the evidence is (seconds), copied from the question and
+    #: clipped to the video (the benchmark's duration, or the probed one when answered).
     evidence_spans: list[tuple[float, float]] = Field(default_factory=list)
+    #: What was done to those spans to fit the video, and an unreadable time reference.
+    evidence_notes: EvidenceNotes = Field(default_factory=EvidenceNotes)
 
     @model_validator(mode="before")
     @classmethod
@@ -145,7 +148,18 @@ class ResultRecord(BaseModel):
         return self.gold is None and self.reference_answer is not None
 
     @classmethod
-    def for_question(cls, question: EvalQuestion, variant: str, **fields: Any) -> ResultRecord:
+    def for_question(
+        cls,
+        question: EvalQuestion,
+        variant: str,
+        *,
+        video_duration_s: float | None = None,
+        **fields: Any,
+    ) -> ResultRecord:
+        """The record of ``question`` under ``variant``; ``video_duration_s`` (the probed
+        video's, when it was answered) clips its evidence spans further
+        (``EvalQuestion.within_video``)."""
+        question = question.within_video(video_duration_s)
         prediction = fields.get("prediction")
         judgement = fields.get("judgement")
         if question.free_form:
@@ -166,6 +180,7 @@ class ResultRecord(BaseModel):
             duration_group=question.duration_group,
             reference_answer=question.reference_answer if question.free_form else None,
             evidence_spans=list(question.evidence_spans),
+            evidence_notes=question.evidence_notes,
             **fields,
         )
 

@@ -5,8 +5,9 @@ be written at any time, also while a run is still going, and again after a resum
 main table has one row per variant with the method's components marked, the
 composite-memory tokens and the accuracy with its difference from ``full``, like the
 paper's ablation table; category and duration tables follow with the same rows, then the
-grounding of the answers' citations beside their accuracy, and which judge scored the
-free-form answers.
+grounding of the answers' citations beside their accuracy (with what was done to the
+benchmark's evidence times to fit the videos: spans ordered, clipped, dropped past the end,
+time references left unread), and which judge scored the free-form answers.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from videotapestry.eval.grounding import IOU_THRESHOLDS, Grounding
+from videotapestry.eval.grounding import IOU_THRESHOLDS, EvidenceTally, Grounding, evidence_tally
 from videotapestry.eval.metrics import Accuracy, VariantMetrics, metrics_by_variant
 from videotapestry.eval.records import OFFLINE_JUDGE
 from videotapestry.eval.run_reader import (
@@ -71,6 +72,8 @@ class Report:
     #: Why there is no plot, when there is none.
     plot_note: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: What was done to the benchmark's evidence times to fit the videos (per question).
+    evidence: EvidenceTally = field(default_factory=EvidenceTally)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +87,7 @@ class Report:
             },
             "reference_variant": REFERENCE_VARIANT if REFERENCE_VARIANT in self.variants else None,
             "variants": {name: m.to_dict() for name, m in self.variants.items()},
+            "evidence": self.evidence.to_dict(),
             "plot": None if self.plot is None else self.plot.name,
             "plot_note": self.plot_note,
             "notes": list(self.notes),
@@ -113,6 +117,7 @@ def build_report(run_dir: str | Path) -> Report:
         read=read,
         variants=metrics_by_variant(read.records, order),
         notes=notes,
+        evidence=evidence_tally(read.records),
     )
 
 
@@ -159,6 +164,7 @@ def render_markdown(report: Report) -> str:
     if durations:
         out += ["", "## Accuracy by duration group", "", *durations]
     out += ["", "## Grounding", "", *_grounding_lines(report.variants)]
+    out += _evidence_lines(report.evidence)
     out += ["", "## Outcomes", "", *_outcome_table(report.variants)]
     out += [
         "",
@@ -360,6 +366,23 @@ def _grounding_lines(variants: dict[str, VariantMetrics]) -> list[str]:
     if table:
         out += ["", "Hit rate / mIoU (questions) by category:", "", *table]
     return out
+
+
+def _evidence_lines(tally: EvidenceTally, shown: int = 10) -> list[str]:
+    """What was done to the benchmark's evidence times, when anything was."""
+    if not tally.noted:
+        return []
+    ids = ", ".join(tally.unreadable[:shown]) + (", …" if len(tally.unreadable) > shown else "")
+    return [
+        "",
+        "Evidence times fitted to the videos (per question, once whatever the variants):",
+        "",
+        f"- reversed spans ordered: {tally.reversed}",
+        f"- spans clipped at the video's end: {tally.clipped}",
+        f"- spans dropped past the video's end: {tally.past_end}",
+        f"- time_reference unreadable: {len(tally.unreadable)} questions"
+        + (f" (ids {ids}); they have no evidence spans" if tally.unreadable else ""),
+    ]
 
 
 def _grounding_category_table(variants: dict[str, VariantMetrics]) -> list[str]:

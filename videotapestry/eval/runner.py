@@ -45,10 +45,12 @@ A failed record carries the usage of the calls its question made before the exce
 
 Every answered record carries the answer in words and the union of the spans its
 citations cite (empty when it cited nothing: an ungrounded answer, not an error), which
-the reports score against the question's evidence spans. A free-form question (no
-options) with a reference answer is judged as its record is written (``judging``), in the
-slot of the question, so judging is bounded by ``--concurrency`` like answering; a judge
-error every question would repeat stops the run like a model error of the method.
+the reports score against the question's evidence spans, clipped to the video's probed
+duration when the answer knows it (and counted in the record's ``evidence_notes``). A
+free-form question (no options) with a reference answer is judged as its record is written
+(``judging``), in the slot of the question, so judging is bounded by ``--concurrency``
+like answering; a judge error every question would repeat stops the run like a model
+error of the method.
 """
 
 from __future__ import annotations
@@ -522,6 +524,7 @@ class EvalRunner:
         record = ResultRecord.for_question(
             question,
             variant,
+            video_duration_s=result.video_duration_s,
             status="answered",
             prediction=None if question.free_form else result.answer,
             answer_text=result.answer_text,

@@ -72,7 +72,7 @@ class BuildOutcome:
 
     @property
     def status(self) -> str:
-        """complete | partial (some clips failed) | failed (no memory)."""
+        """complete | partial (clips failed or part of the video was lost) | failed (no memory)."""
         if self.report is None or self.error is not None:
             return "failed"
         return "partial" if self.report.partial else "complete"

@@ -28,6 +28,15 @@ class ModelClient(Protocol):
     async def aclose(self) -> None: ...
 
 
+def waited_for(client: ModelClient) -> str:
+    """What a slow call of ``client`` waits for, as progress lines say it: a model running in
+    this process (its client sets ``in_process = True``, as the offline model's does) or the
+    server at the client's endpoint."""
+    if getattr(client, "in_process", False):
+        return f"the in-process model {client.endpoint}"
+    return f"the model server at {client.endpoint}"
+
+
 #: Builds a client for the endpoint described by a role's settings.
 ClientFactory = Callable[[ModelSettings], ModelClient]
 

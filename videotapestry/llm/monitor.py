@@ -46,6 +46,8 @@ class CallMonitor:
     role: str
     level: str | None
     report: Report
+    #: What the call waits for, as progress lines say it ("the model server at URL").
+    target: str = "the model server"
     started: float = field(default_factory=time.monotonic)
     attempts: int = 0
     last_problem: str | None = None
@@ -61,6 +63,7 @@ class CallMonitor:
             "level": self.level or "model",
             "step": step,
             "role": self.role,
+            "target": self.target,
             "attempt": max(1, self.attempts),
             "waited_s": self.waited_s,
             **({"last_problem": self.last_problem} if self.last_problem else {}),

@@ -24,6 +24,7 @@ import openai
 
 from videotapestry.config import ModelSettings
 from videotapestry.errors import (
+    NO_KEY_CHOICE,
     ModelAuthError,
     ModelCallError,
     ModelConnectionError,
@@ -96,7 +97,8 @@ class OpenAICompatibleClient:
             )
             raise ModelAuthError(
                 f"environment variable {settings.api_key_env} is not set; export the API key "
-                f"for {where} there (local servers usually accept any value, e.g. EMPTY)",
+                f"for {where} there (local servers usually accept any value, e.g. EMPTY), "
+                f"{NO_KEY_CHOICE}",
                 endpoint=where,
             )
         return cls(base_url=settings.base_url, api_key=api_key)

@@ -38,6 +38,7 @@ from pydantic import BaseModel
 
 from videotapestry.config import MODEL_ROLES, Config, ModelSettings
 from videotapestry.errors import (
+    NO_KEY_CHOICE,
     ImageLimitError,
     ModelAuthError,
     ModelCallError,
@@ -52,6 +53,7 @@ from videotapestry.llm.client import (
     default_client_factories,
     endpoint_identity,
     lookup_factory,
+    waited_for,
 )
 from videotapestry.llm.monitor import CURRENT_CALL, CallMonitor, Report
 from videotapestry.llm.structured import (
@@ -152,7 +154,7 @@ class ModelService:
                 raise ModelAuthError(
                     f"environment variable {settings.api_key_env} is not set (needed by the "
                     f"{role} role, model {settings.model}); export the API key for {where} "
-                    "there (local servers usually accept any value, e.g. EMPTY)",
+                    f"there (local servers usually accept any value, e.g. EMPTY), {NO_KEY_CHOICE}",
                     role=role,
                     endpoint=where,
                 )
@@ -323,7 +325,9 @@ class ModelService:
         """The client call, with "waiting" reports every ``wait_report_s`` while it is open."""
         if progress is None:
             return await client.complete(request)
-        monitor = CallMonitor(role=request.role, level=request.level, report=progress)
+        monitor = CallMonitor(
+            role=request.role, level=request.level, report=progress, target=waited_for(client)
+        )
         token = CURRENT_CALL.set(monitor)
         try:
             call = asyncio.ensure_future(client.complete(request))  # copies the context

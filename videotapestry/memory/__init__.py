@@ -77,6 +77,7 @@ from videotapestry.memory.types import (
     node_description,
     node_label,
 )
+from videotapestry.memory.video_end import PAST_END_TOLERANCE_S, past_video_end
 from videotapestry.memory.video_memory import VideoMemory
 
 __all__ = [
@@ -84,6 +85,7 @@ __all__ = [
     "MEMDREAMER_EMBEDDING_MODEL",
     "MEMORY_FORMATS",
     "NODE_KINDS",
+    "PAST_END_TOLERANCE_S",
     "RELATION_TYPES",
     "RELEASED_LAYOUT",
     "SCHEMA_VERSION",
@@ -135,6 +137,7 @@ __all__ = [
     "node_label",
     "node_line",
     "open_memory",
+    "past_video_end",
     "reconcile_embeddings",
     "save_memory",
     "split_anchors",

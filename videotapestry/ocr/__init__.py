@@ -31,8 +31,14 @@ folded, and the characters OCR confuses most folded together (``0``/``o``, ``1``
 so ``STATI0N`` continues ``STATION`` while ``00:02`` and ``00:03`` stay two texts. They become
 spans ``[first seen, last seen + one interval]``.
 
+The recognizer (rapidocr's PP-OCRv4 Chinese model) seldom emits a space and reads ``O`` as
+``0`` in capital words; the engine puts the spaces back from the blanks in each line's pixels
+and undoes those confusions inside words (``words``), so ``Door code 4417`` is read as drawn,
+not ``Doorcode4417``.
+
 The parts: ``engine`` (the engines behind their protocols), ``gate`` (what of a frame is read
-again), ``spans`` (texts followed over time into spans).
+again), ``words`` (spaces between words and letter/digit confusions, after recognition),
+``spans`` (texts followed over time into spans).
 """
 
 from videotapestry.ocr.engine import (

@@ -14,6 +14,13 @@ import numpy as np
 
 from videotapestry.config import BuilderOcrSettings
 from videotapestry.errors import OptionalDependencyError
+from videotapestry.ocr.words import blank_runs, spaced_text, unconfused
+
+#: What our reading adds to rapidocr's, in the engine's ``version`` (so in the OCR cache key):
+#: bump it when ``read_line`` reads differently, so no text read the old way is reused.
+READING = "words 1"
+#: rapidocr's own ``text_score``: its pipeline drops texts read with less confidence.
+TEXT_SCORE = 0.5
 
 
 @dataclass(frozen=True)
@@ -97,7 +104,7 @@ class RapidOcrEngine:
     def version(self) -> str:
         from importlib.metadata import version
 
-        return f"rapidocr-onnxruntime {version('rapidocr-onnxruntime')}"
+        return f"rapidocr-onnxruntime {version('rapidocr-onnxruntime')}, {READING}"
 
     def _engine(self) -> Any:
         engine = getattr(self._local, "engine", None)
@@ -119,14 +126,12 @@ class RapidOcrEngine:
     def read_boxes(self, image: np.ndarray) -> list[OcrBox]:
         """Texts in an RGB image with their boxes (the offline model assigns them to the
         cells of a frame grid)."""
-        bgr = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
-        result, _ = self._engine()(bgr, use_cls=False)
-        boxes = []
-        for points, text, score in result or []:
-            xs = [float(p[0]) for p in points]
-            ys = [float(p[1]) for p in points]
-            boxes.append(OcrBox(str(text), float(score), (min(xs), min(ys), max(xs), max(ys))))
-        return boxes
+        found = self.detect(image)
+        return [
+            OcrBox(hit.text, hit.confidence, box.bounds)
+            for box, hit in zip(found, self.recognize(image, found), strict=True)
+            if hit.confidence >= TEXT_SCORE
+        ]
 
     def detect(self, image: np.ndarray) -> list[TextBox]:
         bgr = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
@@ -143,8 +148,11 @@ class RapidOcrEngine:
         # The crops rapidocr's own pipeline makes (a perspective warp per box), then its
         # recognizer over them as one batch.
         crops = engine.get_crop_img_list(bgr, [np.array(b.points, dtype=np.float32) for b in boxes])
-        results, _ = engine.text_rec(crops)
-        return [OcrHit(str(text), float(score)) for text, score, *_ in results]
+        results, _ = engine.text_rec(crops, True)
+        return [
+            OcrHit(read_line(crop, str(text), columns), float(score))
+            for crop, (text, score, columns) in zip(crops, results, strict=True)
+        ]
 
 
 def make_ocr_engine(settings: BuilderOcrSettings) -> OcrEngine | None:
@@ -169,3 +177,20 @@ def missing_ocr(settings: BuilderOcrSettings, engine: OcrEngine | None) -> str |
         'perception model only (install the "offline" extra for OCRText nodes with exact '
         "times, or set builder.ocr.engine=none)"
     )
+
+
+def read_line(crop: np.ndarray, text: str, columns: Sequence[Any]) -> str:
+    """The recognizer's ``text`` of a BGR line ``crop``, with the spaces between words it left
+    out put back and letter/digit confusions inside words undone (``videotapestry.ocr.words``).
+
+    ``columns`` is what rapidocr's recognizer returns with ``return_word_box``: the number of
+    CTC columns spanning the crop, then the characters grouped in words with the column each
+    was read at (one per character of ``text``, spaces too)."""
+    count, _words, word_columns = columns[0], columns[1], columns[2]
+    per_char = [column for word in word_columns for column in word]
+    if text and count and len(per_char) == len(text):
+        width = crop.shape[1] / float(count)
+        centres = [(column + 0.5) * width for column in per_char]
+        runs, height = blank_runs(cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY))
+        text = spaced_text(text, centres, runs, height)
+    return unconfused(text)

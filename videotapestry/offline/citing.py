@@ -6,8 +6,9 @@ the frames and transcript lines the entry was rewritten from, with their times (
 it cites the refs whose times hold the time of the line it answered from (the line's own
 timestamp, else its entry's range): of the closest look at that time (Focus frames before
 Skim's before the Overview's), the frames of a run nearest it, by even spacing across the
-run; and every transcript line that overlaps it. When no ref holds it, it cites
-the memory entry the line sits in. The frames of the Direct baseline are cited the same way
+run; and every transcript line that overlaps it. When no ref holds it, or the line has no
+time of its own (a sentence quoted in an entry's summary), it cites the memory entry the line
+sits in, and no frames. The frames of the Direct baseline are cited the same way
 from their listed times (``D4: frame 05:31``).
 """
 
@@ -104,6 +105,7 @@ def entry_of(unit: str, memory: str) -> tuple[str, float, float] | None:
 def cite(unit: str, memory: str) -> list[str]:
     """The ids to cite for the fact ``unit`` of ``memory`` (see the module docstring)."""
     span = fact_span(unit, memory)
+    timed = _TIME.search(unit) is not None
     ids: list[str] = []
     if span is not None:
         start, end = span
@@ -112,15 +114,20 @@ def cite(unit: str, memory: str) -> list[str]:
             for item in read_refs(memory)
             if item.start <= end + 0.5 and start <= item.end + 0.5
         ]
-        frames = [item for item in holding if item.first[0] != "T"]
+        # Frames stand for a fact only at its own time: spread over a whole entry (a sentence
+        # quoted in a summary, with no time of its own) they would point at moments that may
+        # not show it, so such a fact cites its transcript lines and the entry instead.
+        frames = [item for item in holding if item.first[0] != "T" and timed]
         # The closest look at that time: the deepest level's frames (Focus, Skim, Overview).
         deepest = min((FRAME_ORDER.index(i.first[0]) for i in frames), default=None)
         for item in holding:
-            if item.first[0] == "T" or FRAME_ORDER.index(item.first[0]) == deepest:
+            if item.first[0] == "T" or (
+                item in frames and FRAME_ORDER.index(item.first[0]) == deepest
+            ):
                 ids += item.ids_at(max(start, item.start), min(end, item.end))
-    if not ids:
+    if not ids or not timed:
         entry = entry_of(unit, memory)
-        ids = [entry[0]] if entry is not None else []
+        ids += [entry[0]] if entry is not None else []
     return list(dict.fromkeys(ids))
 
 

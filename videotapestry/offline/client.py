@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from videotapestry.config import ModelSettings
 from videotapestry.errors import ConfigError, ModelRequestError, ModelResponseError
 from videotapestry.llm.types import ModelRequest, ModelResponse, TokenUsage
+from videotapestry.ocr.engine import READING
 from videotapestry.offline.perception import Perception
 from videotapestry.offline.prompt_reading import PromptView
 from videotapestry.offline.rule_table import RULES
@@ -39,10 +40,11 @@ def rules_revision() -> str:
     the response cache and the builder's checkpoints never replay replies of older rules.
 
     Every ``*.py`` file of the package counts, subpackages included, in the order of their
-    paths relative to the package (the same on every machine).
+    paths relative to the package (the same on every machine), and so does how the OCR engine
+    reads (``videotapestry.ocr.engine.READING``): the replies quote what it read.
     """
     package = Path(__file__).resolve().parent
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(READING.encode())
     for relative in sorted(path.relative_to(package).as_posix() for path in package.rglob("*.py")):
         digest.update(relative.encode())
         digest.update((package / relative).read_bytes())
@@ -73,6 +75,9 @@ def answer(request: ModelRequest, perception: Perception) -> dict:
 
 class OfflineModelClient:
     """Rule-based answers from OCR, transcripts and MiniLM similarity (not a VLM)."""
+
+    #: Runs in this process: a slow call waits for its rules, not for a server.
+    in_process = True
 
     def __init__(self, settings: ModelSettings, perception: Perception) -> None:
         self.settings = settings

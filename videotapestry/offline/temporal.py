@@ -35,6 +35,8 @@ Kind = Literal["speech", "screen"]
 MAX_SPAN_S = 180.0
 #: Share of the anchor's content words a unit must hold to count as the anchor.
 MIN_ANCHOR_MATCH = 0.5
+#: Units longer than this tell of several moments (a MacroEvent's summary), not of one.
+MOMENT_S = 90.0
 #: Units this close at both ends are one moment (the lines of one slide, read apart).
 SAME_MOMENT_S = 3.0
 
@@ -253,15 +255,33 @@ def first_in_relation(ask: TemporalAsk, units: Sequence[str]) -> TemporalChoice 
     if anchor is None:
         return None
     timed_anchor = ask.at is not None
+    # What the cited moment showed and said: "right after that" is the next thing that
+    # differs from it (the next slide, the next sentence), not the rest of the same slide.
+    seen = (
+        [
+            p
+            for u in timed
+            if _within(u, anchor) and u.end - u.start <= MOMENT_S
+            for p in _said(u.text)
+        ]
+        if timed_anchor and ask.relation != "at"
+        else []
+    )
     keyed = []
     for unit in timed:
         if unit is anchor or not _kind_ok(unit.kind, ask.target_kind):
+            continue
+        said = _said(unit.text)
+        if not said or all(_seen_in(p, seen) for p in said):
             continue
         if ask.relation != "at" and _same_moment(unit, anchor):
             continue
         found = _distance_in_relation(ask.relation, anchor, unit, timed_anchor=timed_anchor)
         if found is not None:
-            keyed.append(found)
+            # Of the kind asked for, and one moment rather than a summary, before nearness.
+            other_kind = ask.target_kind is not None and unit.kind != ask.target_kind
+            summary = unit.end - unit.start > MOMENT_S
+            keyed.append(((other_kind, summary, *found[0]), found[1]))
     if not keyed:
         return None
     _key, unit = min(keyed, key=lambda item: item[0])
@@ -269,12 +289,53 @@ def first_in_relation(ask: TemporalAsk, units: Sequence[str]) -> TemporalChoice 
         lines = dict.fromkeys(
             part
             for u in timed
-            if u.kind == "screen" and _same_moment(u, unit)
+            if u.kind == "screen"
+            and (
+                _same_moment(u, unit)
+                # After a moment given as times: every line the next slide opens with.
+                or (
+                    seen
+                    and abs(u.start - unit.start) <= SAME_MOMENT_S
+                    and u.end - u.start <= MOMENT_S
+                )
+            )
             for part in re.sub(rf"^\[?{_CLOCK}\s*-\s*{_CLOCK}\]?:?\s*", "", u.text).split(" / ")
         )
         when = f"{format_timestamp(unit.start)}-{format_timestamp(unit.end)}: "
         unit = TimedUnit(when + " / ".join(lines), unit.start, unit.end, unit.kind)
     return TemporalChoice("", anchor, unit)
+
+
+def _said(text: str) -> list[str]:
+    """What a unit says, as compact parts: without the video's times, ids and labels; parts
+    with fewer than three letters (a page number, an id's digits) say nothing."""
+    text = re.sub(
+        rf"\[@?{_CLOCK}[^\]]*\]|\(@?{_CLOCK}[^)]*\)|{_CLOCK}\s*-\s*{_CLOCK}:?|"
+        rf"(?:text shown on screen from|Observed:) {_CLOCK}(?:\s*-\s*{_CLOCK})?:?|^{_CLOCK}:",
+        " ",
+        text,
+    )
+    text = re.sub(r"\b\w+_[a-z]?\d+\b|\((?:scene_text|text|speech|change)\)|read by OCR", " ", text)
+    text = re.sub(
+        r"\b(?:object|attributes|shown|Observed|The screen shows|shows text|speaks|"
+        r"text shown on screen from)\b",
+        " ",
+        text,
+    )
+    parts = (compact(p) for p in re.split(r"\s+/\s+|;|\||\"", text))
+    return [p for p in parts if len(re.sub(r"[^a-z]", "", p)) >= 3]
+
+
+def _within(unit: TimedUnit, anchor: TimedUnit) -> bool:
+    """Whether ``unit`` was there at the moment ``anchor``, not just touching its ends (OCR's
+    times run a second or two past a slide change)."""
+    overlap = min(unit.end, anchor.end) - max(unit.start, anchor.start)
+    return overlap >= min(SAME_MOMENT_S, (anchor.end - anchor.start) / 2)
+
+
+def _seen_in(part: str, seen: Sequence[str]) -> bool:
+    """Whether a compact part was already shown or said (OCR may read a line in part)."""
+    return any(part in s or s in part for s in seen if len(s) >= 3)
 
 
 def _same_moment(unit: TimedUnit, anchor: TimedUnit) -> bool:

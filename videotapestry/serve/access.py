@@ -164,6 +164,9 @@ def refusal(
     with its own name in ``Host``: 421. A page of another site calling us by our own name
     carries its ``Origin``: 403. A cross-site ``<form>`` needs neither script nor CORS, but
     can only send form encodings: a state-changing request whose body is not JSON gets 415.
+    An element of another site's page (``<video src>``, ``<img>``, ``<script>``) sends no
+    Origin but its browser says ``Sec-Fetch-Site: cross-site``: 403, save a link followed to
+    us (a top-level navigation), which shows the user our page and nothing to the other site.
     """
     host = headers.get("host")
     if not host:
@@ -181,6 +184,14 @@ def refusal(
                 f"Origin {origin!r} is not this server's: requests from other sites' pages are "
                 f"refused; {_PROXY_HINT}"
             )
+    if (
+        headers.get("sec-fetch-site", "").strip().lower() == "cross-site"
+        and headers.get("sec-fetch-mode", "").strip().lower() != "navigate"
+    ):
+        return 403, (
+            f"{method} {path}: another site's page may not embed or fetch this server's "
+            "videos, frames or data (following a link to it is fine)"
+        )
     if method in STATE_CHANGING:
         content_type = headers.get("content-type")
         has_body = headers.get("content-length", "0") != "0" or "transfer-encoding" in headers

@@ -34,6 +34,7 @@ from videotapestry.serve.limits import BodySizeLimit
 from videotapestry.serve.operations import default_memory_dir, memory_outline
 from videotapestry.serve.roots import VIDEO_SUFFIXES, PathOutsideRootsError, Roots
 from videotapestry.serve.runner import JobRunner
+from videotapestry.video.container import fingerprint
 
 STATIC_DIR = Path(__file__).parent / "static"
 
@@ -213,12 +214,14 @@ def create_app(settings: ServeSettings) -> FastAPI:
             return runner.shown(runner.submit("build", build))
         validate_question(body.question, body.options, max_chars=settings.config.question.max_chars)
         memory_dir = roots.resolve(body.memory)
+        asked_video = roots.resolve(body.video) if body.video else None
         inputs = {
             "memory": str(memory_dir),
-            "video": str(roots.resolve(body.video)) if body.video else None,
+            "video": str(asked_video) if asked_video else None,
             "question": body.question,
             "options": body.options,
             "memory_stamp": _stamp(memory_dir),
+            "video_fingerprint": await asyncio.to_thread(_video_stamp, asked_video),
         }
         earlier = runner.answered(inputs)
         return runner.shown(earlier if earlier is not None else runner.submit("ask", inputs))
@@ -261,8 +264,10 @@ def create_app(settings: ServeSettings) -> FastAPI:
         from videotapestry.views.trace_html import trace_page
 
         path = _trace_file(request, job_id)
-        video = runner_of(request).store.get(job_id).inputs.get("video")
-        page = await asyncio.to_thread(trace_page, path, video=video)
+        inputs = runner_of(request).store.get(job_id).inputs
+        video = inputs.get("video")
+        correct = _answer_key(video, inputs.get("question"), inputs.get("options"))
+        page = await asyncio.to_thread(trace_page, path, video=video, correct=correct)
         return HTMLResponse(page)
 
     @app.get("/api/evals")
@@ -328,6 +333,18 @@ def _stamp(memory_dir: Path) -> float:
         return os.stat(memory_dir).st_mtime
 
 
+def _video_stamp(video: Path | None) -> str | None:
+    """The video's content identity, so a video replaced under the same name is asked again
+    rather than given the answer about the file it replaced (a missing or unreadable video
+    is left to the job, which reports it)."""
+    if video is None:
+        return None
+    try:
+        return fingerprint(video)
+    except (OSError, VideoTapestryError):
+        return None
+
+
 def _shipped_questions(path: Path, video_name: str) -> list[dict[str, Any]]:
     """The questions of a ``questions.json`` beside the video that name it (or name none)."""
     if not path.is_file():
@@ -339,10 +356,28 @@ def _shipped_questions(path: Path, video_name: str) -> list[dict[str, Any]]:
     if not isinstance(data, dict) or data.get("video", video_name) != video_name:
         return []
     return [
-        {"id": str(q.get("id", "")), "question": str(q["question"]), "options": list(q["options"])}
+        {
+            "id": str(q.get("id", "")),
+            "question": str(q["question"]),
+            "options": list(q["options"]),
+            # the answer key, when the file gives one: the UI marks an answer right or wrong
+            "answer": q["answer"] if isinstance(q.get("answer"), str) else None,
+        }
         for q in data.get("questions", [])
         if isinstance(q, dict) and "question" in q and isinstance(q.get("options"), list)
     ]
+
+
+def _answer_key(video: Any, question: Any, options: Any) -> str | None:
+    """The right option of a question shipped beside ``video`` (asked as shipped), else None."""
+    if not isinstance(video, str):
+        return None
+    path = Path(video)
+    for shipped in _shipped_questions(path.parent / QUESTIONS_FILE, path.name):
+        if shipped["question"] == question and shipped["options"] == options:
+            answer: str | None = shipped["answer"]
+            return answer
+    return None
 
 
 def _add_errors(app: FastAPI) -> None:

@@ -26,6 +26,7 @@ from typing import Annotated, Any, Protocol
 import anyio
 from mcp.server.mcpserver import Context, MCPServer, ResourceSecurity
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from videotapestry import __version__
@@ -207,9 +208,11 @@ def create_mcp_server(settings: McpSettings) -> MCPServer:
             list[str] | None,
             Field(description='2 to 26 options ("A. …" or plain texts); none: free-form'),
         ] = None,
-    ) -> ServedAnswer:
+    ) -> Annotated[CallToolResult, ServedAnswer]:
         """Answer a question about a video with the full method, citing the moments the
-        answer rests on; the trace of the run is saved for read_trace."""
+        answer rests on; the trace of the run is saved for read_trace. The text is the
+        answer as a person reads it (claims in words, sources with their times); the
+        structured result has every field, the ids included."""
         with _tool_errors():
             video_path = roots.resolve(video)
             memory_path = roots.resolve(memory)
@@ -220,7 +223,11 @@ def create_mcp_server(settings: McpSettings) -> MCPServer:
             trace = await anyio.to_thread.run_sync(
                 result.save_trace, traces_dir / _trace_name(result)
             )
-            return ServedAnswer.of(result, trace=roots.relative(trace))
+            served = ServedAnswer.of(result, trace=roots.relative(trace))
+            return CallToolResult(
+                content=[TextContent(type="text", text=served.text())],
+                structured_content=served.model_dump(mode="json"),
+            )
 
     @server.tool()
     async def read_trace(

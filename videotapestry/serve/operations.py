@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from memory_builders.progress import BuildProgress, StageBar, StageUpdate
-from videotapestry.agents.state import Citation, Degradation, ResultWarning
+from videotapestry.agents.state import Citation, Degradation, EvidenceKind, ResultWarning
 from videotapestry.errors import VideoTapestryError
 
 if TYPE_CHECKING:
@@ -114,6 +114,55 @@ async def answer_question(
     )
 
 
+class ShownSource(BaseModel):
+    """One cited source as a person reads it (``views.citation_text``), with the moment a
+    click on it seeks to: the same time the CLI and the trace page show."""
+
+    kind: EvidenceKind
+    level: str
+    shown: str = Field(
+        description='the source in words: "frame at 04:18", "said at 03:12–03:16: “…”", '
+        '"on screen at 03:32–04:18: “Door code 4417”", "memory, 00:37–01:47: …"'
+    )
+    when: str = Field(description='its time as shown: "04:18" (a frame), "03:12–03:16" (a span)')
+    seek_s: float = Field(description="where a click seeks to: a frame's at_s, else start_s")
+    start_s: float
+    end_s: float
+
+
+class ShownCitation(BaseModel):
+    """A citation as a person reads it: the claim in words (no internal ids, no memory
+    markup) and its sources in the order of ``citations``' own."""
+
+    claim: str
+    sources: list[ShownSource]
+
+    @classmethod
+    def all_of(cls, result: Result) -> list[ShownCitation]:
+        """``result``'s citations, each time written as its trace page writes it."""
+        from videotapestry.views.citation_text import claim_text, seek_s, source_text
+        from videotapestry.views.cited import source_moments
+
+        return [
+            cls(
+                claim=claim_text(citation.claim),
+                sources=[
+                    ShownSource(
+                        kind=source.kind,
+                        level=source.level,
+                        shown=source_text(source, when),
+                        when=when,
+                        seek_s=seek_s(source),
+                        start_s=source.start_s,
+                        end_s=source.end_s,
+                    )
+                    for source, when in zip(citation.sources, moments, strict=True)
+                ],
+            )
+            for citation, moments in zip(result.citations, source_moments(result), strict=True)
+        ]
+
+
 class ServedAnswer(BaseModel):
     """An answer as both front ends send it (a REST question job's result, the MCP
     ``answer_question`` tool's output): what ``ask --json`` prints of a run, less its
@@ -129,7 +178,14 @@ class ServedAnswer(BaseModel):
     reasoning: str
     variant: str
     citations: list[Citation] = Field(
-        description="each claim with the moments it rests on (seek a player to start_s)"
+        description="each claim with the sources it rests on, with their ids (for display, "
+        "use citations_shown)"
+    )
+    citations_shown: list[ShownCitation] = Field(
+        default_factory=list,
+        description="the citations as a person reads them, one per item of citations: the "
+        "claim in words, each source in words with its time and seek_s (what to show; "
+        "citations keeps the ids)",
     )
     citations_asked: bool = Field(
         True, description="false when the answer was not asked to cite (answer.citations)"
@@ -154,6 +210,28 @@ class ServedAnswer(BaseModel):
         "read_trace) or its URL (REST)"
     )
 
+    def text(self) -> str:
+        """The answer as a person reads it (an MCP tool's text): the answer, each claim in
+        words with its sources and their times, what the run lost, the warnings and where
+        the trace is. No internal ids: they are in the structured fields."""
+        from videotapestry.question import option_label
+
+        chosen = next((o for o in self.options if option_label(o) == self.answer), "")
+        lines = [f"answer: {self.answer}  {chosen}".rstrip() if self.options else
+                 f"answer: {self.answer_text or '(none)'}"]  # fmt: skip
+        if not self.citations_asked:
+            lines.append("cites: not asked for (answer.citations is off)")
+        elif not self.citations_shown:
+            lines.append("cites: nothing (the answer gave no valid citation)")
+        for n, citation in enumerate(self.citations_shown, 1):
+            lines.append(f"claim {n}: {citation.claim}")
+            lines += [f"  cites {source.shown}" for source in citation.sources]
+        lines += [f"degraded: {line}" for line in self.degraded_text]
+        lines += [f"warning: {line}" for line in self.warnings_text]
+        if self.trace:
+            lines.append(f"trace: {self.trace}")
+        return "\n".join(lines)
+
     @classmethod
     def of(cls, result: Result, *, trace: str | None) -> ServedAnswer:
         return cls(
@@ -166,6 +244,7 @@ class ServedAnswer(BaseModel):
             reasoning=result.reasoning,
             variant=result.variant,
             citations=list(result.citations),
+            citations_shown=ShownCitation.all_of(result),
             citations_asked=result.citations_asked,
             degraded=list(result.degraded),
             degraded_text=[degradation.render() for degradation in result.degraded],

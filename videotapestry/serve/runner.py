@@ -29,7 +29,7 @@ from videotapestry.serve.operations import (
     build_memory,
     level_event,
 )
-from videotapestry.serve.roots import Roots
+from videotapestry.serve.roots import PathOutsideRootsError, Roots
 from videotapestry.trace import scrub
 
 if TYPE_CHECKING:
@@ -139,8 +139,17 @@ class JobRunner:
         for key in _PATH_INPUTS:
             value = inputs.get(key)
             if isinstance(value, str) and Path(value).is_absolute():
-                inputs[key] = self.roots.relative(Path(value))
+                inputs[key] = self._named(Path(value))
         return job.model_copy(update={"inputs": inputs})
+
+    def _named(self, path: Path) -> str:
+        """A stored path relative to its root; one that no root holds any more (the server
+        restarted with other roots) by its name alone, so the job list still shows without
+        naming folders outside what is served."""
+        try:
+            return self.roots.relative(path)
+        except PathOutsideRootsError:
+            return f"(outside the roots)/{path.name}"
 
     def shown_by_id(self, job_id: str) -> Job:
         return self.shown(self.store.get(job_id))

@@ -5,7 +5,8 @@ a given schedule, independently of the background colour (which changes on its o
 schedule), with the frame-index code of ``videotapestry.testing.media`` along the bottom so
 the scripted model can tell which frames it was sent. ``faststart_copy`` and
 ``truncate_video`` make a file whose header promises the full duration while its tail is
-gone, the honest way to get frames that cannot be decoded.
+gone, the honest way to get frames that cannot be decoded (``remux_copy`` the same in
+another container).
 """
 
 from __future__ import annotations
@@ -103,12 +104,20 @@ def make_text_schedule_video(
 
 def faststart_copy(source: str | Path, target: str | Path) -> Path:
     """Remux ``source`` with its index (moov) first, so a truncated copy still opens."""
+    return remux_copy(source, target, "mp4", {"movflags": "faststart"})
+
+
+def remux_copy(
+    source: str | Path, target: str | Path, container: str, options: dict[str, str] | None = None
+) -> Path:
+    """``source``'s video stream, unchanged, in another container (``matroska``: one whose
+    header, unlike an MP4's, is not an index of every frame)."""
     import av
 
     target = Path(target)
     with (
         av.open(str(source)) as src,
-        av.open(str(target), "w", format="mp4", options={"movflags": "faststart"}) as out,
+        av.open(str(target), "w", format=container, options=options or {}) as out,
     ):
         stream_in = src.streams.video[0]
         stream_out = out.add_stream_from_template(stream_in)

@@ -36,7 +36,10 @@ class SequentialPass:
     frame's index comes from its presentation time as in ``PyAVReader``, kept strictly
     rising (a repeated or missing time takes the next index). A packet that cannot be
     decoded is skipped and named in ``errors``; after ``max_consecutive_errors`` in a row
-    the pass ends there, so what comes later has no frames rather than guessed ones.
+    the pass ends there, so what comes later has no frames rather than guessed ones. The
+    stretches skipped before decoding picked up again are in ``gaps`` (seconds, start and
+    end): only there are missing frames known to be lost, as a variable frame rate leaves
+    jumps in the frame times of an undamaged file too.
     """
 
     def __init__(
@@ -45,6 +48,7 @@ class SequentialPass:
         self.info = info
         self.max_consecutive_errors = max_consecutive_errors
         self.errors: list[str] = []
+        self.gaps: list[tuple[float, float]] = []
         self.frames_decoded = 0
         self.last_index = -1
 
@@ -73,9 +77,11 @@ class SequentialPass:
                         return
                     frames = container.decode(stream)  # demuxing resumes after the bad packet
                     continue
+                index = self.last_index + 1 if frame.pts is None else clock.index_of(frame.pts)
+                if consecutive and index > self.last_index + 1:
+                    self.gaps.append((self.decoded_until_s, index / self.info.fps))
                 consecutive = 0
                 self.frames_decoded += 1
-                index = self.last_index + 1 if frame.pts is None else clock.index_of(frame.pts)
                 self.last_index = max(index, self.last_index + 1)
                 timestamp = self.last_index / self.info.fps
                 yield PassFrame(self.last_index, timestamp, frame, self.info.rotation_deg)

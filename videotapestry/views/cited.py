@@ -1,8 +1,10 @@
 """What an answer cites, on its page: the Citations section and the timeline's cited lane.
 
 A reader checks an answer by going from each claim to the moments it cites and looking at
-them, so every source is listed with its time in the page's format and the level that
-produced it, a transcript line verbatim, a stored node with its time range; every source
+them, so every source is listed as a person reads it (``citation_text``: what it is, its
+time, its words without the memory's markup) with the level that produced it, a transcript
+line verbatim, a stored node with its time range, and its ids in a closed detail view; every
+source
 links to its mark on the timeline, and a frame to the thumbnail it is on (marked as cited),
 or carries a picture of its own when no thumbnail shows it. All of it is plain links between
 ids (``Anchors``), so a notebook's fragment, which runs no script, works the same. Claims
@@ -22,8 +24,9 @@ from videotapestry.agents.state import (
     LevelOutcome,
 )
 from videotapestry.result import Result
-from videotapestry.timecode import format_range, format_timestamp, label_decimals
+from videotapestry.timecode import format_timestamp, label_decimals
 from videotapestry.views.anchors import Anchors
+from videotapestry.views.citation_text import claim_text, plain_text, source_text, span_text
 from videotapestry.views.page import esc
 from videotapestry.views.thumbnails import Thumbnails
 from videotapestry.views.timeline import CITED_LANE, Span, SpanRole
@@ -38,7 +41,6 @@ _ROLES: dict[str, SpanRole] = {
     "transcript_line": "cited_line",
     "stored_node": "cited_node",
 }
-_KINDS = {"frame": "frame", "transcript_line": "transcript line", "stored_node": "stored node"}
 _SIDE = 120
 
 
@@ -102,10 +104,39 @@ def _figure_decimals(levels: Sequence[LevelOutcome], key: FigureKey) -> int:
 
 
 def _moment(source: EvidenceRef, decimals: int = 0) -> str:
-    """A source's time as the page writes it: a frame's timestamp, else its range."""
+    """A source's time as the page writes it: a frame's timestamp, else its span
+    (``citation_text.moment_text``, with the decimals that tell the cited frames apart)."""
     if source.kind == "frame" and source.at_s is not None:
         return format_timestamp(source.at_s, decimals)
-    return format_range(source.start_s, source.end_s)
+    return span_text(source.start_s, source.end_s)
+
+
+def source_moments(trace: Result) -> list[list[str]]:
+    """Each cited source's time exactly as this page writes it (the web app shows the same):
+    a frame on a thumbnail as the thumbnail labels it, another frame with the decimals that
+    tell the cited frames apart, a span as ``start–end``."""
+    frames = [s.at_s for c in trace.citations for s in c.sources if s.at_s is not None]
+    decimals = label_decimals(frames)
+    return [
+        [_moment(source, _decimals(trace.levels, source, decimals)) for source in c.sources]
+        for c in trace.citations
+    ]
+
+
+def _decimals(levels: Sequence[LevelOutcome], source: EvidenceRef, cited: int) -> int:
+    """A frame on a thumbnail reads as its caption does; others as the cited frames tell
+    apart (``cited`` decimals)."""
+    key = figure_of(levels, source)
+    return cited if key is None else _figure_decimals(levels, key)
+
+
+def _kind_words(source: EvidenceRef) -> str:
+    """What a source is, before its time: ``frame at``, ``said at``, ``on screen at``."""
+    if source.kind == "frame":
+        return "frame at"
+    if source.kind == "transcript_line":
+        return "said at"
+    return "on screen at" if source.node_kind == "OCRText" else "memory,"
 
 
 def citation_marks(citations: Sequence[Citation], anchors: Anchors) -> list[Span]:
@@ -114,8 +145,8 @@ def citation_marks(citations: Sequence[Citation], anchors: Anchors) -> list[Span
     rows = len(citations)
     return [
         Span(source.level, _ROLES[source.kind], source.start_s, source.end_s,
-             f"citation {n}: {citation.claim} — {source.id} {_KINDS[source.kind]} "
-             f"{_moment(source, 1)} ({source.level})",
+             f"citation {n}: {claim_text(citation.claim)} — {source_text(source)} "
+             f"({source.level})",
              anchors.mark(n, m), f"#{anchors.source(n, m)}", n - 1, rows)
         for n, citation in enumerate(citations, 1)
         for m, source in enumerate(citation.sources, 1)
@@ -126,7 +157,7 @@ def cited_lane(citations: Sequence[Citation], anchors: Anchors, duration: float)
     """The cited lane: a row per citation across the whole video (linked to its claim),
     under its marks; empty when nothing is cited."""
     rows = [
-        Span(CITED_LANE, "cited_row", 0.0, duration, f"citation {n}: {citation.claim}",
+        Span(CITED_LANE, "cited_row", 0.0, duration, f"citation {n}: {claim_text(citation.claim)}",
              anchors.cite(n), f"#{anchors.claim(n)}", n - 1, len(citations))
         for n, citation in enumerate(citations, 1)
     ]  # fmt: skip
@@ -152,7 +183,7 @@ def _picture(source: EvidenceRef, anchor: str, thumbnails: Thumbnails, decimals:
         picture = f'<div class="vt-ph" style="width:{_SIDE}px;height:{height}px">{when}</div>'
     return (
         f'<figure class="vt-cited" id="{esc(anchor)}" title="{when}">{picture}'
-        f"<figcaption>{esc(source.id)} {when}</figcaption></figure>"
+        f"<figcaption>frame at {when}</figcaption></figure>"
     )
 
 
@@ -188,27 +219,28 @@ class _Context:
 def _source(n: int, m: int, source: EvidenceRef, context: _Context) -> str:
     anchors = context.anchors
     key = figure_of(context.levels, source)
-    # A frame on a thumbnail reads as its caption does; others as the cited frames tell apart.
-    decimals = context.decimals if key is None else _figure_decimals(context.levels, key)
+    decimals = _decimals(context.levels, source, context.decimals)
     when = esc(_moment(source, decimals))
+    # Readable first (what it is, its time, its words); the ids in a closed detail view.
     parts = [
-        f'<li id="{esc(anchors.source(n, m))}"><span class="kind">{_KINDS[source.kind]}</span> '
-        f"<code>{esc(source.id)}</code> "
+        f'<li id="{esc(anchors.source(n, m))}"><span class="kind">{_kind_words(source)}</span> '
         f'<a href="#{esc(anchors.mark(n, m))}" title="its mark on the timeline">{when}</a>'
     ]
+    words = plain_text(source.text)
     if source.kind == "frame":
-        stretch = format_range(
-            source.start_s, source.end_s, label_decimals([source.start_s, source.end_s])
-        )
-        parts.append(f' <span class="muted">(stands for {esc(stretch)}; {esc(source.text)})</span>')
-    elif source.kind == "transcript_line":
-        parts.append(f" “{esc(source.text)}”")
-    elif source.text:
-        parts.append(f" {esc(source.text)}")
+        places = label_decimals([source.start_s, source.end_s])
+        stretch = "–".join(format_timestamp(t, places) for t in (source.start_s, source.end_s))
+        parts.append(f' <span class="muted">(stands for {esc(stretch)})</span>')
+    elif words:
+        parts.append(f": “{esc(words)}”")
     parts.append(f' <span class="muted">· from {esc(_level_name(source.level, context.names))}')
     if key is not None:
         parts.append(f' · <a href="#{esc(anchors.figure(*key))}">its thumbnail</a>')
     parts.append("</span>")
+    detail = f"<code>{esc(source.id)}</code> {esc(source.kind)}" + (
+        f" · {esc(source.text)}" if source.text else ""
+    )
+    parts.append(f'<details class="vt-ids"><summary>ids</summary>{detail}</details>')
     if source.kind == "frame" and source.at_s in context.unpictured:
         parts.append(_picture(source, anchors.frame(n, m), context.thumbnails, decimals))
     parts.append("</li>")
@@ -235,7 +267,7 @@ def citations_section(trace: Result, thumbnails: Thumbnails, anchors: Anchors) -
             _source(n, m, source, context) for m, source in enumerate(citation.sources, 1)
         )
         entries.append(
-            f'<li id="{esc(anchors.claim(n))}"><b>{esc(citation.claim or "(no claim stated)")}'
+            f'<li id="{esc(anchors.claim(n))}"><b>{esc(claim_text(citation.claim))}'
             f'</b> <a href="#{esc(anchors.cite(n))}">on the timeline</a>'
             f'<ul class="vt-sources">{sources}</ul></li>'
         )

@@ -61,8 +61,12 @@ from videotapestry.views.trace_data import load_question_trace, with_node_times
 
 _CSS = """
 .vt-trace .vt-options { list-style: none; padding-left: 1.2em; }
+.vt-trace .vt-options { padding-left: 1.6em; }
 .vt-trace .vt-options li.vt-chosen { font-weight: 600; }
-.vt-trace .vt-options li.vt-chosen::before { content: "✓ "; color: #16a34a; margin-left: -1.1em; }
+.vt-trace .vt-options .vt-mark { display: inline-block; width: 1.3em; margin-left: -1.5em; }
+.vt-trace .vt-options .vt-right { color: #16a34a; }
+.vt-trace .vt-options .vt-wrong { color: #b42318; }
+.vt-trace .vt-options .vt-tag-chosen { color: #4b5563; font-size: 12px; margin-left: .4em; }
 .vt-trace .vt-alert { border: 1px solid #d97706; background: #fffbeb; padding: .3em .8em;
   margin: .6em 0; }
 .vt-trace .vt-timeline { display: block; max-width: 100%; height: auto; }
@@ -136,12 +140,23 @@ _PART_LEGEND = (
 # --------------------------------------------------------------------------- sections
 
 
-def _header(trace: Result) -> str:
-    options = "".join(
-        f'<li class="{"vt-chosen" if option_label(option) == trace.answer else ""}">'
-        f"{esc(option)}</li>"
-        for option in trace.options
-    )
+def _option(option: str, chosen: str, correct: str | None) -> str:
+    """One option: "chosen" beside the answer's, ✓ on the right one when the answer key is
+    known (never on the chosen one for being chosen), ✗ on a chosen option that is wrong."""
+    label = option_label(option)
+    right = correct is not None and label == correct
+    mark = ""
+    if right:
+        mark = '<span class="vt-mark vt-right" title="the right answer">✓</span>'
+    elif correct is not None and label == chosen:
+        mark = '<span class="vt-mark vt-wrong" title="chosen, and wrong">✗</span>'
+    tag = ' <span class="vt-tag-chosen">chosen</span>' if label == chosen else ""
+    css = [name for name, on in (("vt-chosen", label == chosen), ("vt-correct", right)) if on]
+    return f'<li class="{" ".join(css)}">{mark}{esc(option)}{tag}</li>'
+
+
+def _header(trace: Result, correct: str | None = None) -> str:
+    options = "".join(_option(option, trace.answer, correct) for option in trace.options)
     facts = [
         f"question <code>{esc(trace.question_id)}</code>",
         f"run <code>{esc(trace.run_id or '-')}</code>",
@@ -153,10 +168,17 @@ def _header(trace: Result) -> str:
         facts.append(f"memory <code>{esc(trace.memory_source)}</code>")
     facts.append(f"video <code>{esc(trace.video_path or 'not recorded')}</code>")
     facts.append(f"{trace.elapsed_s:.1f} s")
+    verdict = ""
+    if correct is not None and trace.options:
+        verdict = (
+            ' <span class="vt-right">✓ right</span>'
+            if trace.answer == correct
+            else f' <span class="vt-wrong">✗ wrong (the right answer is {esc(correct)})</span>'
+        )
     return (
         f"<h1>{esc(trace.question)}</h1>"
         f'<ul class="vt-options">{options}</ul>'
-        f"<p><b>Answer: {esc(trace.answer or trace.answer_text or '(none)')}</b> "
+        f"<p><b>Answer: {esc(trace.answer or trace.answer_text or '(none)')}</b>{verdict} "
         f'<span class="muted">({esc(trace.answer_source)})</span> — {esc(trace.reasoning)}</p>'
         f'<p class="muted">{" · ".join(facts)}</p>'
     )
@@ -505,15 +527,20 @@ def _calls(trace: Result) -> str:
 
 
 def question_body(
-    trace: Result, thumbnails: Thumbnails | None = None, anchors: Anchors | None = None
+    trace: Result,
+    thumbnails: Thumbnails | None = None,
+    anchors: Anchors | None = None,
+    *,
+    correct: str | None = None,
 ) -> str:
-    """The page's content (no document around it)."""
+    """The page's content (no document around it); ``correct``: the right option's letter,
+    when the answer key is known (✓ marks it; the answer's option is marked "chosen")."""
     thumbnails = thumbnails or Thumbnails(missing="no pictures were supplied")
     anchors = anchors or Anchors()
     pictures = _Pictures(thumbnails, anchors, cited_figures(trace.levels, trace.citations))
     return (
         '<div class="vt-trace">'
-        + _header(trace)
+        + _header(trace, correct)
         + _alerts(trace)
         + citations_section(trace, thumbnails, anchors)
         + _timeline(trace, anchors)
@@ -525,12 +552,17 @@ def question_body(
     )
 
 
-def question_page(trace: Result, thumbnails: Thumbnails | None = None) -> str:
+def question_page(
+    trace: Result, thumbnails: Thumbnails | None = None, *, correct: str | None = None
+) -> str:
     """A standalone page (inline styles, one small script, nothing loaded)."""
     toggle = '<p><button id="vt-toggle" type="button" hidden>expand / collapse all</button></p>'
     title = f"{trace.question_id}: {trace.question}"
     return html_page(
-        title[:120], toggle + question_body(trace, thumbnails), css=_CSS, script=_SCRIPT
+        title[:120],
+        toggle + question_body(trace, thumbnails, correct=correct),
+        css=_CSS,
+        script=_SCRIPT,
     )
 
 
@@ -596,10 +628,13 @@ def result_fragment(result: Result) -> str:
     return question_fragment(trace, replace(thumbnails, frames=frames))
 
 
-def result_html(result: Result, *, video: str | Path | None = None) -> str:
+def result_html(
+    result: Result, *, video: str | Path | None = None, correct: str | None = None
+) -> str:
     """A standalone page for a live result (its kept images, else frames from the video)."""
     trace = with_node_times(result)
-    return question_page(trace, thumbnails_for(trace, video=video, images=result.images))
+    pictures = thumbnails_for(trace, video=video, images=result.images)
+    return question_page(trace, pictures, correct=correct)
 
 
 def _write(path: Path, text: str) -> Path:
@@ -618,11 +653,13 @@ def write_trace_page(
     return _write(Path(out), trace_page(trace_path, video=video))
 
 
-def trace_page(trace_path: str | Path, *, video: str | Path | None = None) -> str:
+def trace_page(
+    trace_path: str | Path, *, video: str | Path | None = None, correct: str | None = None
+) -> str:
     """The page of a saved trace, with its frames decoded from ``video`` (a server sends it
-    as it is; ``inspect`` writes it to a file)."""
+    as it is; ``inspect`` writes it to a file); ``correct``: the right option, if known."""
     trace = load_question_trace(trace_path)
-    return question_page(trace, thumbnails_for(trace, video=video))
+    return question_page(trace, thumbnails_for(trace, video=video), correct=correct)
 
 
 def _file_stem(question_id: str) -> str:
@@ -630,10 +667,15 @@ def _file_stem(question_id: str) -> str:
 
 
 def write_question_pages(
-    results: Iterable[object], out_dir: str | Path, *, video: str | Path | None = None
+    results: Iterable[object],
+    out_dir: str | Path,
+    *,
+    video: str | Path | None = None,
+    answers: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """One page per answered question in ``out_dir`` (``<question_id>.html``, made unique);
-    anything that is not a ``Result`` (a batch's ``QuestionFailure``) is skipped."""
+    anything that is not a ``Result`` (a batch's ``QuestionFailure``) is skipped.
+    ``answers``: the right option of each question id, when the answer key is known."""
     out_dir = Path(out_dir)
     written: list[Path] = []
     used: set[str] = set()
@@ -646,5 +688,7 @@ def write_question_pages(
             number += 1
             stem = f"{base}-{number}"
         used.add(stem)
-        written.append(_write(out_dir / f"{stem}.html", result_html(result, video=video)))
+        correct = (answers or {}).get(result.question_id)
+        page = result_html(result, video=video, correct=correct)
+        written.append(_write(out_dir / f"{stem}.html", page))
     return written

@@ -19,6 +19,11 @@ Two modes, as CG-Bench has them:
 Normalized: ``id`` is ``str(qid)``; ``categories`` is the sub-category (CG-Bench's
 per-task table); ``evidence_spans`` are the clue intervals; the domain stays in ``extra``.
 CG-Bench has no duration groups.
+
+Clue intervals are made spans of the video, never silently: one given end first is put in
+order (as in every loader), one that runs past ``duration`` is cut at it, one that starts
+at or after it is dropped; each is counted in the question's ``evidence_notes`` and the
+run's report. Negative or non-numeric times are refused, naming the row.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ from videotapestry.eval.datasets.common import (
     select_duration,
     text_field,
 )
-from videotapestry.eval.questions import EvalQuestion
+from videotapestry.eval.questions import EvalQuestion, EvidenceNotes
 from videotapestry.question import LETTERS, MAX_OPTIONS, option_body, option_letters
 
 BENCHMARK = "cgbench"
@@ -78,7 +83,7 @@ def _question(where: str, row: dict[str, Any], *, open_ended: bool) -> EvalQuest
     reference = _reference(row, options, gold, where)
     extra = {key: row[key] for key in ("domain",) if row.get(key) not in (None, "")}
     sub_category = row.get("sub_category")
-    spans = evidence_spans(row.get("clue_intervals"), where, "clue_intervals")
+    spans, reversed_spans = evidence_spans(row.get("clue_intervals"), where, "clue_intervals")
     return check_question(
         where,
         lambda: EvalQuestion(
@@ -94,6 +99,7 @@ def _question(where: str, row: dict[str, Any], *, open_ended: bool) -> EvalQuest
             duration_s=number_field(row, "duration", where),
             subtitles=f"{video_uid}.srt",
             evidence_spans=spans,
+            evidence_notes=EvidenceNotes(reversed=reversed_spans),
             extra=extra,
         ),
     )

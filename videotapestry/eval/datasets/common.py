@@ -254,17 +254,32 @@ def option_index(value: str, options: Sequence[str]) -> int | None:
     return None
 
 
-def evidence_spans(value: Any, where: str, key: str) -> list[Span]:
+def ordered_span(start: Any, end: Any) -> tuple[Span, bool]:
+    """``(start, end)`` in seconds and in order, and whether it had to be put in order.
+
+    The one rule for reversed spans in every loader: an evidence span given end first is
+    the same stretch of video, so it is ordered, not refused or dropped, and the loader
+    counts it (``EvidenceNotes.reversed``). Negative or non-finite times are still refused.
+    """
+    low, high = parse_seconds(start), parse_seconds(end)
+    if high < low:
+        return checked(high, low), True
+    return checked(low, high), False
+
+
+def evidence_spans(value: Any, where: str, key: str) -> tuple[list[Span], int]:
     """Evidence times given as a list of ``[start, end]`` pairs or of objects with
-    ``start_s`` / ``end_s`` (seconds, or clock strings such as ``"01:05"``); absent or
-    null is no evidence. Anything else names the row, the field and the item."""
+    ``start_s`` / ``end_s`` (seconds, or clock strings such as ``"01:05"``), and how many
+    were reversed (put in order, ``ordered_span``); absent or null is no evidence. Anything
+    else names the row, the field and the item."""
     if value is None:
-        return []
+        return [], 0
     if not isinstance(value, (list, tuple)):
         raise DatasetError(
             f"{where}: {key} must be a list of [start, end] seconds, got {type(value).__name__}"
         )
     spans = []
+    reversed_spans = 0
     for index, item in enumerate(value, start=1):
         if isinstance(item, Mapping):
             pair: Any = (item.get("start_s"), item.get("end_s"))
@@ -273,40 +288,74 @@ def evidence_spans(value: Any, where: str, key: str) -> list[Span]:
         try:
             if not isinstance(pair, (list, tuple)) or len(pair) != 2 or None in pair:
                 raise ValueError("give [start, end] or {start_s, end_s}")
-            spans.append(checked(parse_seconds(pair[0]), parse_seconds(pair[1])))
+            span, was_reversed = ordered_span(pair[0], pair[1])
         except ValueError as exc:
             raise DatasetError(f"{where}: {key} item {index} ({item!r}): {exc}") from None
-    return spans
+        spans.append(span)
+        reversed_spans += was_reversed
+    return spans, reversed_spans
 
 
-#: One ``start-end`` of clock times (``MM:SS``, ``HH:MM:SS``, minutes may pass 59).
-_CLOCK = r"\d+(?::\d{1,2}){1,2}(?:\.\d+)?"
-_CLOCK_SPAN = re.compile(rf"^\s*({_CLOCK})\s*[-–—~]\s*({_CLOCK})\s*$")
+#: A time: a clock (``MM:SS``, ``HH:MM:SS``, minutes may pass 59) or plain seconds, with
+#: decimals and an optional ``s``.
+_TIME = r"\d+(?::\d{1,2}){0,2}(?:\.\d+)?\s*s?"
+#: What stands between a span's start and end: a dash of any kind, ``~`` or ``to``.
+_TO = r"(?:[-\u2010-\u2015~]|\bto\b)"
+_SPAN = re.compile(rf"^({_TIME})\s*{_TO}\s*({_TIME})$", re.IGNORECASE)
+_POINT = re.compile(rf"^({_TIME})$", re.IGNORECASE)
+#: A bracketed pair, ``[00:30, 01:00]`` or ``(30, 60)``: a comma inside is start and end.
+_BRACKETED = re.compile(rf"[\[(]\s*({_TIME})\s*(?:,|{_TO})\s*({_TIME})\s*[\])]", re.IGNORECASE)
+#: How long a single time (``"01:23"``) lasts as evidence: the second it names.
+POINT_SECONDS = 1.0
 
 
-def clock_spans(text: Any) -> list[Span] | None:
-    """Spans from ``"MM:SS-MM:SS"`` (or ``HH:MM:SS``; several separated by ``,`` or ``;``);
-    None when the text does not read as that, so a caller can keep it raw instead."""
+def clock_spans(text: Any) -> tuple[list[Span], int] | None:
+    """Spans from a time reference, and how many were reversed (put in order); None when
+    the text does not read as times, so a caller can keep it raw and count it.
+
+    Read: ``MM:SS-MM:SS`` and ``HH:MM:SS-HH:MM:SS`` (minutes may pass 59), plain seconds
+    (``30-60``, ``30s-60s``), decimals, spaces around the separator, which may be a dash of
+    any kind, ``~`` or ``to``; brackets (``[00:30, 01:00]``, a comma inside being the
+    separator); several spans separated by ``,`` or ``;``; and a single time (``01:23``),
+    read as the second it names (``POINT_SECONDS`` long), since a span of no length
+    could never reach an IoU above 0.
+    """
     if not isinstance(text, str) or not text.strip():
         return None
+    flat = _BRACKETED.sub(r"\1-\2", text)
+    flat = re.sub(r"[\[\]()'\"]", " ", flat)
     spans = []
-    for part in re.split(r"[,;]", text):
-        match = _CLOCK_SPAN.match(part)
-        if match is None:
-            return None
+    reversed_spans = 0
+    for part in (part.strip() for part in re.split(r"[,;]", flat)):
+        if not part:
+            continue
+        span, point = _SPAN.match(part), _POINT.match(part)
         try:
-            spans.append(checked(_clock_seconds(match.group(1)), _clock_seconds(match.group(2))))
+            if span is not None:
+                got, was_reversed = ordered_span(
+                    _time_seconds(span.group(1)), _time_seconds(span.group(2))
+                )
+            elif point is not None:
+                moment = _time_seconds(point.group(1))
+                got, was_reversed = checked(moment, moment + POINT_SECONDS), False
+            else:
+                return None
         except ValueError:
             return None
-    return spans
+        spans.append(got)
+        reversed_spans += was_reversed
+    return (spans, reversed_spans) if spans else None
 
 
-def _clock_seconds(clock: str) -> float:
-    """``MM:SS`` or ``HH:MM:SS`` in seconds; minutes may run past 59 (``118:05``, as an
-    annotator of a two-hour video writes them), seconds may not."""
-    *larger, seconds = clock.split(":")
+def _time_seconds(time: str) -> float:
+    """Plain seconds, or ``MM:SS`` / ``HH:MM:SS`` in seconds; minutes may run past 59
+    (``118:05``, as an annotator of a two-hour video writes them), seconds may not."""
+    time = time.strip().removesuffix("s").removesuffix("S").strip()
+    if ":" not in time:
+        return float(time)
+    *larger, seconds = time.split(":")
     if float(seconds) >= 60 or (len(larger) == 2 and int(larger[1]) >= 60):
-        raise ValueError(f"{clock!r} is not a clock time")
+        raise ValueError(f"{time!r} is not a clock time")
     total = float(seconds)
     for scale, part in zip((60, 3600), reversed(larger), strict=False):
         total += scale * int(part)
@@ -314,14 +363,17 @@ def _clock_seconds(clock: str) -> float:
 
 
 def check_question(where: str, build: Callable[[], EvalQuestion]) -> EvalQuestion:
-    """``build()``, with a pydantic validation error turned into a message naming the row."""
+    """``build()``, with a pydantic validation error turned into a message naming the row,
+    and its evidence spans clipped to the duration the benchmark gives (counted in its
+    ``evidence_notes``, as ``EvalQuestion.within_video`` does)."""
     from pydantic import ValidationError
 
     try:
-        return build()
+        question = build()
     except ValidationError as exc:
         problems = "; ".join(error["msg"] for error in exc.errors())
         raise DatasetError(f"{where}: {problems}") from None
+    return question.within_video(question.duration_s)
 
 
 def check_unique_ids(questions: Sequence[EvalQuestion], path: Path) -> None:

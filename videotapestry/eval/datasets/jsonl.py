@@ -9,6 +9,10 @@ answer with), ``evidence_spans`` (where the answer can be seen or heard: a list 
 ``questions.json`` writes them), ``categories`` (a string or a list), ``subtitles``,
 ``video_id``, ``duration``, ``duration_group`` (which ``--duration`` selects by).
 
+Evidence spans given end first are put in order, and with a ``duration`` those past the
+end are clipped (or dropped when they start after it), as for every benchmark: each is
+counted in the question's ``evidence_notes`` and the run's report.
+
 ``--mode open`` asks every row in words: options are dropped and the reference is the
 row's ``reference_answer``, else the text of its gold option.
 """
@@ -30,7 +34,7 @@ from videotapestry.eval.datasets.common import (
     require_mode,
     select_duration,
 )
-from videotapestry.eval.questions import EvalQuestion
+from videotapestry.eval.questions import EvalQuestion, EvidenceNotes
 from videotapestry.question import (
     LETTERS,
     labelled_options,
@@ -91,7 +95,7 @@ def _question(path: Path, number: int, row: dict[str, Any], *, open_ended: bool)
         categories = [categories]
     video = str(row["video"])
     duration = row.get("duration")
-    spans = evidence_spans(row.get("evidence_spans"), where, "evidence_spans")
+    spans, reversed_spans = evidence_spans(row.get("evidence_spans"), where, "evidence_spans")
     return check_question(
         where,
         lambda: EvalQuestion(
@@ -108,6 +112,7 @@ def _question(path: Path, number: int, row: dict[str, Any], *, open_ended: bool)
             duration_group=str(row["duration_group"]) if row.get("duration_group") else None,
             subtitles=row.get("subtitles"),
             evidence_spans=spans,
+            evidence_notes=EvidenceNotes(reversed=reversed_spans),
         ),
     )
 

@@ -9,12 +9,19 @@ text as ``"\\n(A) …"`` lines, and are split off here.
 
 Normalized: ``id`` is ``str(uid)`` (the key LVBench's own scorer uses); ``categories`` are
 the question types, LVBench's per-dimension table; ``duration_s`` comes from
-``duration_minutes``; ``evidence_spans`` is the time reference in seconds (``MM:SS-MM:SS``,
-minutes past 59 in long videos, ``HH:MM:SS``, or several spans separated by commas), which
-grounding is scored against. A time reference that does not read as times gives no
-evidence spans rather than refusing the question (it stays answerable), and is kept raw.
-LVBench has no duration groups and no open-ended mode. The genre, the raw time reference,
-fps and resolution stay in ``extra``.
+``duration_minutes``; ``evidence_spans`` is the time reference in seconds, which grounding
+is scored against. Read (``common.clock_spans``): ``MM:SS-MM:SS`` (minutes past 59 in long
+videos), ``HH:MM:SS``, plain seconds (``30-60``, ``30s-60s``), decimals, spaces around the
+separator, which may be any dash, ``~`` or ``to``, brackets (``[00:30, 01:00]``), several
+spans separated by ``,`` or ``;``, and a single time (``01:23``: the one second it names).
+
+Never silently: a span given end first is put in order, as in every loader; a span past
+the video's end (``duration_minutes``) is cut at it, or dropped when it starts after it; a
+time reference that still does not read as times gives no evidence spans rather than
+refusing the question (it stays answerable) and is kept raw. Each is counted in the
+question's ``evidence_notes`` and shown in the run's report. LVBench has no duration groups
+and no open-ended mode. The genre, the raw time reference, fps and resolution stay in
+``extra``.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from videotapestry.eval.datasets.common import (
     select_duration,
     text_field,
 )
-from videotapestry.eval.questions import EvalQuestion
+from videotapestry.eval.questions import EvalQuestion, EvidenceNotes
 
 BENCHMARK = "lvbench"
 FILE_NAMES = ("video_info.meta.jsonl", "data/video_info.meta.jsonl")
@@ -120,9 +127,16 @@ def _question(
         raise DatasetError(f"{where}: question_type must be a list of names, got {types!r}")
     extra = {**extra_video, "uid": item["uid"]}
     reference = item.get("time_reference")
-    if reference:
+    spans: list[tuple[float, float]] = []
+    notes = EvidenceNotes()
+    if reference is not None and str(reference).strip():
         extra["time_reference"] = reference
-    spans = clock_spans(reference) or []
+        read = clock_spans(reference)
+        if read is None:
+            notes = EvidenceNotes(unreadable=str(reference))
+        else:
+            spans, reversed_spans = read
+            notes = EvidenceNotes(reversed=reversed_spans)
     return check_question(
         where,
         lambda: EvalQuestion(
@@ -136,6 +150,7 @@ def _question(
             categories=list(dict.fromkeys(t.strip() for t in types)),
             duration_s=None if minutes is None else round(minutes * 60.0, 3),
             evidence_spans=spans,
+            evidence_notes=notes,
             extra=extra,
         ),
     )

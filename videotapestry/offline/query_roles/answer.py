@@ -14,6 +14,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from videotapestry.offline.answer_span import (
+    MAX_ANSWER_CHARS,
+    answer_kind,
+    find_span,
+    masked,
+    parts_of,
+    phrase,
+)
 from videotapestry.offline.citing import cite, cite_direct_frames, claim, without_refs
 from videotapestry.offline.matching import (
     OptionScore,
@@ -36,10 +44,12 @@ from videotapestry.offline.query_roles.question_reading import topic_of
 from videotapestry.offline.query_roles.ranking import OBSERVED_MARK
 from videotapestry.offline.screen_text import readings
 from videotapestry.offline.temporal import (
+    TemporalAsk,
     choose_by_time,
     first_in_relation,
     moments,
     temporal_ask,
+    timed_unit,
 )
 from videotapestry.offline.timestamps import span_text
 
@@ -84,8 +94,9 @@ def _choose_option(
 def _answer_in_words(
     question: QuestionView, units: Sequence[tuple[str, bool]], perception: Perception, where: str
 ) -> tuple[dict, str]:
-    """A free-form question's reply: the evidence unit that bears most on the question (an
-    observed one weighs more), stated as the answer; and that unit."""
+    """A free-form question's reply: the shortest span of the evidence that answers it (a
+    time, a number, a name, a place, a short phrase; ``answer_span``), found in the units
+    that bear most on the question (an observed one weighs more); and the unit it is in."""
     texts = [u for u, _ in units]
     if not texts:
         return {
@@ -96,16 +107,15 @@ def _answer_in_words(
     ask = temporal_ask(question.question)
     if ask is not None:
         found = first_in_relation(ask, texts)
-        if found is not None:
+        said = _spoken(_asked(question.question, ask), found.evidence.text) if found else None
+        if found is not None and said is not None:
             reasoning = (
                 f"Offline rule model (reads text, not a VLM), rule of time: the question "
                 f"points at {ask.anchor!r} ({span_text(found.anchor.start, found.anchor.end)}); "
                 f'the evidence {_WHERE[ask.relation]} it is "{_shortened(found.evidence.text)}" '
                 f"({span_text(found.evidence.start, found.evidence.end)})."
             )
-            return {"reasoning": reasoning, "answer": _stated(found.evidence.text)}, (
-                found.evidence.text
-            )
+            return {"reasoning": reasoning, "answer": said}, found.evidence.text
     topic = topic_of(question)
     vectors = perception.embed([question.question, *texts])
     scores = [
@@ -114,14 +124,69 @@ def _answer_in_words(
         * (1.0 if _adds_to(question.question, text) else ECHO_WEIGHT)
         for text, observed in units
     ]
-    best = max(range(len(texts)), key=lambda i: (scores[i], -i))
-    fact = _stated(texts[best])
+    ranked = sorted(range(len(texts)), key=lambda i: (-scores[i], i))
+    kind = answer_kind(_asked(question.question, ask))
+    if kind == "moment":
+        timed = timed_unit(texts[ranked[0]])
+        if timed is not None:
+            when = span_text(timed.start, timed.end)
+            reasoning = (
+                f"Offline rule model (reads text, not a VLM): the {where} line that bears most "
+                f'on the question is "{_shortened(texts[ranked[0]])}", at {when} in the video.'
+            )
+            return {"reasoning": reasoning, "answer": f"At {when} in the video."}, texts[ranked[0]]
+        kind = "phrase"
+    near = [i for i in ranked[:SPAN_UNITS] if scores[i] >= NEAR_SHARE * scores[ranked[0]]]
+    spans = [(i, find_span(question.question, _stated(texts[i]), kind)) for i in near]
+    found_spans = [(i, s) for i, s in spans if s is not None and s.text]
+    if not found_spans:
+        reasoning = (
+            f"Offline rule model (reads text, not a VLM): the question asks for {_ASKED[kind]}; "
+            f'none is written in the {where} lines that bear on it (the nearest is "'
+            f'{_shortened(texts[ranked[0]], 100)}").'
+        )
+        return {"reasoning": reasoning, "answer": f"The {where} does not show {_ASKED[kind]}."}, ""
+    best, span = next(((i, s) for i, s in found_spans if s.closeness > 0), found_spans[0])
+    answer = span.text
+    if kind == "phrase" and span.closeness == 0:
+        answer = phrase(parts_of(masked(_stated(texts[best]))))
     reasoning = (
-        f"Offline rule model (reads text, not a VLM): the {where} line that bears most on the "
-        f'question (relevance {scores[best]:.2f}) is "{_shortened(texts[best])}"; its text is '
-        "the answer."
+        f"Offline rule model (reads text, not a VLM): the question asks for {_ASKED[kind]}; "
+        f'"{answer}" stands in "{_shortened(span.part, 100)}", in the {where} line '
+        f'"{_shortened(texts[best], 120)}" (relevance {scores[best]:.2f}).'
     )
-    return {"reasoning": reasoning, "answer": fact}, texts[best]
+    return {"reasoning": reasoning, "answer": _shortened(answer, MAX_ANSWER_CHARS)}, texts[best]
+
+
+def _asked(question: str, ask: TemporalAsk | None) -> str:
+    """The question without the moment it points at: what it asks for ("After the slide
+    with the door code, what did the speaker say?" asks for what was said, not a code)."""
+    return question.replace(ask.anchor, " ") if ask is not None and ask.anchor else question
+
+
+def _spoken(question: str, unit: str) -> str | None:
+    """What the unit found by the rule of time says, as an answer: the span the question
+    asks for in it, else its text in short; None when nothing of it is left to say."""
+    stated = _stated(unit)
+    kind = answer_kind(question)
+    span = find_span(question, stated, kind) if kind not in ("phrase", "moment") else None
+    if span is not None:
+        return span.text
+    said = phrase(parts_of(masked(stated)))
+    return said or None
+
+
+#: The units searched for a span: the best few, and only those near the best's relevance.
+SPAN_UNITS = 6
+NEAR_SHARE = 0.5
+_ASKED = {
+    "time": "a clock time",
+    "moment": "a moment of the video",
+    "number": "a number or code",
+    "name": "a name",
+    "place": "a place",
+    "phrase": "a short phrase",
+}
 
 
 _WHERE = {"at": "at the time of", "after": "first after", "before": "last before"}
@@ -143,19 +208,28 @@ def _adds_to(question: str, unit: str) -> bool:
 
 
 def _stated(unit: str) -> str:
-    """An evidence line as an answer: without the time, id and kind labels that lead it (or
-    lead each of the parts a moment joins with " / ") and the OCR notes that follow them."""
+    """An evidence line as said: without the video times, ids and kind labels that lead it
+    (or lead each of the parts a moment joins with " / ") and the notes that follow them;
+    a time the line shows ("10:00 Brass band") is its text and stays."""
     parts = []
+    video_time = rf"\[@?{CLOCK}(?:-{CLOCK})?\]:?\s*|{CLOCK}-{CLOCK}:?\s*|{CLOCK}:\s+"
+    unit = re.sub(
+        r"\b\w+_\w+ \[[^\]]*\] [\w ]{0,30}\((?:change|speech)\): (?:The screen shows )?", "", unit
+    )
+    unit = re.sub(r"\s*\|\s*object: \w+", "", unit)
     for part in unit.split(" / "):
-        text = re.sub(rf"^(?:\[?{CLOCK}(?:-{CLOCK})?\]?:?\s*)+", "", part.strip())
+        text = re.sub(rf"^(?:{video_time})+", "", part.strip())
         text = re.sub(r"^(?:Observed|\[(?:Visual|Transcript|Evidence)\])[:\s]*", "", text)
         text = re.sub(rf"^(?:- )?[\w.:-]+ \[@?{CLOCK}(?:-{CLOCK})?\]\s*", "", text)
-        text = re.sub(rf"^(?:\[?{CLOCK}(?:-{CLOCK})?\]?:?\s*)+", "", text)
-        text = re.sub(r"\s*\((?:scene_text|text|speech)\)(?::? read by OCR)?\s*$", "", text)
-        text = text.strip().strip('"').strip()
+        text = re.sub(rf"^(?:{video_time})+", "", text)
+        text = re.sub(r"^[\w ]{0,30}\(change\): ", "", text)
+        text = re.sub(r"^(?:The screen shows|Someone says:?)\s*", "", text)
+        text = re.sub(r"\s*\|\s*(?:object|attributes|themes|key entities):.*$", "", text)
+        text = re.sub(r"\s*\((?:scene_text|text|speech)\)(?::.*)?$", "", text)
+        text = text.strip().strip('".').strip()
         if text and text not in parts:
             parts.append(text)
-    return _shortened(" / ".join(parts), 200)
+    return " / ".join(parts)
 
 
 def _reasoning(best: OptionScore, scores: Sequence[OptionScore], where: str) -> str:

@@ -3,7 +3,7 @@
 // (textContent / createTextNode), never as HTML, so a memory holding markup shows it as text.
 "use strict";
 
-const state = { videos: [], memories: [], current: null, buildNotes: {}, outline: null };
+const state = { videos: [], memories: [], current: null, buildNotes: {}, outline: null, asked: null };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -61,6 +61,7 @@ async function loadLibrary() {
 function renderVideos() {
   const list = document.getElementById("videos");
   list.replaceChildren();
+  document.getElementById("videos-empty").hidden = state.videos.length > 0;
   for (const video of state.videos) {
     const bar = el("progress", { max: "1", value: "0", hidden: "" });
     const note = state.buildNotes[video.path] || (video.memory ? "memory built" : "no memory yet");
@@ -87,13 +88,19 @@ function renderMemories() {
   }
   const wanted = (state.current && state.current.memory) || chosen;
   if (wanted) select.value = wanted;
+  // Ask needs a memory: before any exists it is off, with the line saying what to do.
+  const none = state.memories.length === 0;
+  document.getElementById("memories-empty").hidden = !none;
+  document.getElementById("ask-hint").hidden = !none;
+  document.getElementById("ask").disabled = none;
 }
 
 function chooseVideo(video) {
   state.current = video;
   document.getElementById("current-title").textContent = video.name;
   const player = document.getElementById("player");
-  player.src = `/api/media?path=${encodeURIComponent(video.path)}`;
+  const src = `/api/media?path=${encodeURIComponent(video.path)}`;
+  if (player.getAttribute("src") !== src) { player.src = src; renderCues([]); }
   const shipped = document.getElementById("shipped");
   shipped.replaceChildren(el("option", { value: "" }, "(type your own)"));
   video.questions.forEach((q, index) => shipped.append(el("option", { value: String(index) },
@@ -164,6 +171,7 @@ document.getElementById("ask-form").addEventListener("submit", async (event) => 
     question: document.getElementById("question").value,
     options,
   };
+  state.asked = { video: state.current, question: body.question, options };
   resetResult();
   stateLine.textContent = "asking";
   try {
@@ -181,6 +189,8 @@ document.getElementById("ask-form").addEventListener("submit", async (event) => 
 function resetResult() {
   document.getElementById("result").hidden = false;
   for (const id of ["timeline", "citations", "degraded", "warnings"]) document.getElementById(id).replaceChildren();
+  document.getElementById("verdict").hidden = true;
+  renderCues([]);
   document.getElementById("degraded").hidden = true;
   document.getElementById("warnings").hidden = true;
   document.getElementById("unobserved").hidden = true;
@@ -188,15 +198,51 @@ function resetResult() {
   document.getElementById("reasoning").textContent = "";
 }
 
+// The agents as a person names them, in the order they work: one row each, updated in place,
+// so a decision that lands after the answer (Focus decides beside the Answer agent) stays
+// on its own row, and the graph's bookkeeping steps (assembling the memory) are not rows.
+const LEVELS = [
+  ["super", "Overview (whole video)", ["part of the video", "parts of the video"]],
+  ["macro", "Skim (events)", ["event", "events"]],
+  ["subgraph", "Focus (moments)", ["moment", "moments"]],
+  ["controller", "One agent (all levels)", ["level", "levels"]],
+  ["answer", "Answer", ["", ""]],
+];
+
+const counted = (n, [one, many]) => (n === 0 ? "none" : `${n} ${n === 1 ? one : many}`);
+
+function levelRow(level) {
+  const timeline = document.getElementById("timeline");
+  let row = timeline.querySelector(`li.level[data-level="${level}"]`);
+  if (row) return row;
+  const index = LEVELS.findIndex(([name]) => name === level);
+  if (index < 0) return null;
+  row = el("li", { class: "level", dataset: { level } }, LEVELS[index][1],
+    el("span", { class: "what" }, ""));
+  const after = [...timeline.children].find((li) =>
+    LEVELS.findIndex(([name]) => name === li.dataset.level) > index);
+  timeline.insertBefore(row, after || null);
+  return row;
+}
+
 function addLevel(event) {
-  const parts = [`${event.level}`];
-  if (event.step === "done") {
-    parts.push(event.stop ? "stopped here" : `handed down ${(event.selected || []).join(", ") || "nothing"}`);
-  } else if (event.step) {
-    parts.push(event.step);
+  const level = event.level === "assemble" ? "answer" : event.level;
+  const row = levelRow(level);
+  if (!row) return;
+  const [, , things] = LEVELS.find(([name]) => name === level);
+  const picked = (event.selected || []).length;
+  let what = event.step || "";
+  if (level === "answer") {
+    what = event.step === "direct" ? "answering from frames of the video" : "answering";
+  } else if (level === "controller" && event.step === "done") {
+    what = `looked at ${counted((event.levels || []).length, things)}`;
+  } else if (event.step === "done") {
+    what = level === "subgraph" ? `kept ${counted(picked, things)} as evidence`
+      : event.stop ? (picked ? `picked ${counted(picked, things)}; enough to answer` : "enough to answer")
+        : `picked ${counted(picked, things)} to look at closer`;
+    if (picked) row.title = event.selected.join(", ");
   }
-  document.getElementById("timeline").append(el("li", { class: "level", dataset: { level: event.level } },
-    parts.join(": ")));
+  row.querySelector(".what").textContent = what ? `: ${what}` : "";
 }
 
 function showAnswer(job) {
@@ -210,10 +256,12 @@ function showAnswer(job) {
   if (!timeline.children.length) {  // answered before: no live events, the levels it visited
     for (const level of r.levels_visited) addLevel({ level, step: "visited (answered earlier)" });
   }
+  levelRow("answer").querySelector(".what").textContent = ": done";
   const chosen = r.options.find((o) => o.trim().startsWith(`${r.answer}.`));
   answer.textContent = r.options.length ? (chosen || r.answer) : (r.answer_text || "(no answer)");
   answer.dataset.letter = r.answer || "";
   document.getElementById("reasoning").textContent = r.reasoning || "";
+  showVerdict(r);
   const degraded = document.getElementById("degraded");
   for (const line of r.degraded_text || []) degraded.append(el("li", {}, `degraded: ${line}`));
   degraded.hidden = !(r.degraded_text || []).length;
@@ -226,22 +274,77 @@ function showAnswer(job) {
   const citations = document.getElementById("citations");
   if (r.citations_asked === false) citations.append(el("li", { class: "muted" }, "citations were not asked for (answer.citations is off)"));
   else if (!r.citations.length) citations.append(el("li", { class: "muted" }, "the answer cites nothing"));
-  for (const citation of r.citations) {
+  const video = state.asked && state.asked.video;
+  // The citations as a person reads them (the server's words and times: the same as the
+  // trace page's); each button seeks to the moment it names.
+  const shown = r.citations_shown || [];
+  for (const citation of shown) {
     const buttons = citation.sources.map((source) => el("button", {
-      type: "button", class: "plain cite", dataset: { seek: String(source.start_s), id: source.id },
-      title: source.text || source.id, onclick: () => seek(source.start_s),
-    }, clock(source.start_s)));
+      type: "button", class: "plain cite", dataset: { seek: String(source.seek_s) },
+      title: source.shown, "aria-label": `play from ${source.when}: ${source.shown}`,
+      onclick: () => seek(source.seek_s, video),
+    }, source.when));
     citations.append(el("li", {}, ...buttons, citation.claim));
   }
+  renderCues(shown.flatMap((c) => c.sources.map((source) => ({ source, claim: c.claim }))));
   document.getElementById("trace-page").href = `/api/jobs/${job.id}/trace.html`;
   document.getElementById("trace-json").href = `/api/jobs/${job.id}/trace`;
 }
 
-function seek(seconds) {
+// The right/wrong mark, only for a shipped question asked as shipped whose file gives the key.
+function showVerdict(r) {
+  const line = document.getElementById("verdict");
+  const asked = state.asked;
+  const shipped = asked && asked.video && asked.video.questions.find((q) =>
+    q.question === r.question && q.options.join("\n") === r.options.join("\n"));
+  if (!shipped || !shipped.answer || !r.options.length) { line.hidden = true; return; }
+  const right = shipped.answer === r.answer;
+  line.className = `verdict ${right ? "right" : "wrong"}`;
+  line.textContent = right ? `✓ right (the answer key says ${shipped.answer})`
+    : `✗ wrong: the answer key says ${shipped.answer}`;
+  line.hidden = false;
+}
+
+// A cited moment: the player comes into view (on a phone it is far above the citations) and
+// plays from there; a citation about another video than the one open opens it first.
+function seek(seconds, video) {
+  if (video && (!state.current || state.current.path !== video.path)) chooseVideo(video);
   const player = document.getElementById("player");
-  const go = () => { player.currentTime = seconds; };
+  player.scrollIntoView({ block: "center", behavior: "instant" });
+  const go = () => {
+    player.currentTime = seconds;
+    const playing = player.play();
+    if (playing) playing.catch(() => {});  // a browser refusing to play still shows the frame
+  };
   if (player.readyState >= 1) go();
   else player.addEventListener("loadedmetadata", go, { once: true });
+}
+
+// The cited moments as marks on a bar under the player, placed by time over the duration.
+function renderCues(cues) {
+  const bar = document.getElementById("cues");
+  const player = document.getElementById("player");
+  bar.replaceChildren();
+  bar.hidden = !cues.length;
+  document.getElementById("cues-note").hidden = !cues.length;
+  if (!cues.length) return;
+  const place = () => {
+    const duration = player.duration;
+    if (!Number.isFinite(duration) || duration <= 0) return;
+    const video = state.asked && state.asked.video;
+    const seen = new Set();
+    for (const { source, claim } of cues) {
+      const key = `${source.seek_s}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const left = Math.min(100, Math.max(0, (100 * source.seek_s) / duration));
+      bar.append(el("button", { type: "button", class: "cue", dataset: { seek: String(source.seek_s) },
+        style: `left: ${left.toFixed(3)}%`, title: `${source.when} ${claim}`,
+        "aria-label": `play from ${source.when}`, onclick: () => seek(source.seek_s, video) }));
+    }
+  };
+  if (player.readyState >= 1) place();
+  else player.addEventListener("loadedmetadata", place, { once: true });
 }
 
 // -- the memory outline -------------------------------------------------------------------
@@ -252,18 +355,69 @@ async function showOutline(path) {
   try {
     const outline = await api(`/api/memory?path=${encodeURIComponent(path)}`);
     if (state.outline !== path) return;
+    const title = titler(outline);
     const supers = outline.super_events.map((s) => el("div", { class: "outline-super" },
-      el("div", { class: "label" }, el("span", { class: "time" }, clock(s.start_s)), s.label),
-      el("div", { class: "description" }, s.description),
+      el("div", { class: "label" }, el("span", { class: "time" }, clock(s.start_s)),
+        el("span", { class: "title" }, title(s.label, s.description))),
+      clipped("div", "description", s.description, 280),
       ...s.macro_events.map((m) => el("div", { class: "outline-macro" },
         el("a", { class: "link time", onclick: () => seek(m.start_s) }, clock(m.start_s)),
-        `${m.label}: ${m.summary}`))));
+        el("span", { class: "label" }, title(m.label, m.summary)), " ",
+        clipped("span", "summary", m.summary, 160)))));
     target.replaceChildren(
       el("p", { class: "name" }, outline.title || path),
-      el("p", { class: "root-description" }, outline.description), ...supers);
+      clipped("p", "root-description", outline.description, 400), ...supers);
   } catch (e) {
     if (state.outline === path) target.replaceChildren(el("p", { class: "error" }, String(e.message || e)));
   }
+}
+
+// An entry's title: its label, unless the builder gave none of its own (empty, the video's
+// title, or one label on several entries): then the first words of its text, less the time
+// range said beside it and the repeated label.
+function titler(outline) {
+  const norm = (text) => String(text || "").toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "");
+  const count = {};
+  const labels = outline.super_events.flatMap((s) => [s.label, ...s.macro_events.map((m) => m.label)]);
+  for (const label of labels) count[norm(label)] = (count[norm(label)] || 0) + 1;
+  const root = norm(outline.title);
+  return (label, text) => {
+    const key = norm(label);
+    if (key && key !== root && count[key] === 1) return label;
+    let words = String(text || "")
+      .replace(/^\s*from \d[\d:.]* to \d[\d:.]*[,:]?\s*/i, "")
+      .replace(/\(\d[\d:.]*\s*[-–]\s*\d[\d:.]*\)/g, "");
+    for (const repeated of [label, outline.title]) {
+      if (repeated) words = words.split(new RegExp(`"${escaped(repeated)}"\\s*[,;]?`)).join("");
+    }
+    words = words.replace(/\s+([,;.])/g, "$1").replace(/\s+/g, " ").trim();
+    return shorten(words, 60) || label || "(untitled)";
+  };
+}
+
+function escaped(text) {
+  return String(text).replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+// Text cut at a word near ``limit`` characters, with "…" where it was cut.
+function shorten(text, limit) {
+  const s = String(text || "");
+  if (s.length <= limit) return s;
+  const cut = s.slice(0, limit);
+  const space = cut.lastIndexOf(" ");
+  return `${(space > limit * 0.6 ? cut.slice(0, space) : cut).replace(/[\s,;:.]+$/, "")}…`;
+}
+
+// A long text shown cut with "…"; a click shows it whole (and cut again).
+function clipped(tag, cls, text, limit) {
+  const full = String(text || "");
+  const short = shorten(full, limit);
+  if (short === full) return el(tag, { class: cls }, full);
+  const node = el(tag, { class: `${cls} clipped`, title: "click to show it all" }, short);
+  node.addEventListener("click", () => {
+    node.textContent = node.textContent === short ? full : short;
+  });
+  return node;
 }
 
 // -- jobs ---------------------------------------------------------------------------------
@@ -310,6 +464,10 @@ async function loadEvals() {
     document.getElementById(id).replaceChildren(...runs.map((run) => el("option", { value: run.path }, run.path)));
   }
   if (runs.length > 1) document.getElementById("compare-b").selectedIndex = 1;
+  document.getElementById("evals-empty").hidden = runs.length > 0;
+  const compare = document.getElementById("compare");
+  compare.disabled = runs.length < 2;
+  compare.title = runs.length < 2 ? "compare needs two eval runs" : "";
 }
 
 document.getElementById("compare").addEventListener("click", async () => {
