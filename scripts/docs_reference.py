@@ -10,9 +10,10 @@ come from the pydantic models (with their descriptions) and the comments of
 ``configs/default.yaml``, the commands and flags from the argparse parser, the prompts and
 their variables from the prompt registry, the exit statuses from ``commands/common.py`` and
 each command's docstring, the degradation kinds from their ``Literal`` and its comments, the
-on-disk formats from the pydantic models that read them, and the LangGraph graph from the
-compiled graph itself. ``tests/test_docs.py`` calls the same functions to check that every
-key, flag and prompt that exists is on a page.
+on-disk formats from the pydantic models that read them, the LangGraph graph from the
+compiled graph itself, and the REST and MCP examples from calls to both servers
+(``scripts/docs_serve_examples.py``). ``tests/test_docs.py`` calls the same functions to
+check that every key, flag and prompt that exists is on a page.
 
 Run it by hand to see one block: ``python scripts/docs_reference.py config``.
 """
@@ -529,6 +530,23 @@ def variants_page() -> str:
     return "\n".join(out) + "\n"
 
 
+# --- REST and MCP examples -------------------------------------------------------------
+
+
+def serve_examples_page() -> str:
+    """Every REST route and MCP tool, called (``scripts/docs_serve_examples.py``)."""
+    import importlib.util
+
+    path = ROOT / "scripts" / "docs_serve_examples.py"
+    spec = importlib.util.spec_from_file_location("docs_serve_examples", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["docs_serve_examples"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    page: str = module.serve_examples_page()
+    return page
+
+
 GENERATORS: dict[str, Callable[..., str]] = {
     "config": config_page,
     "cli": cli_page,
@@ -541,6 +559,7 @@ GENERATORS: dict[str, Callable[..., str]] = {
     "docstring": docstring_page,
     "graph": graph_mermaid,
     "variants": variants_page,
+    "serve_examples": serve_examples_page,
 }
 
 

@@ -8,6 +8,8 @@
 - Every generated-block marker in ``docs/`` expands, and the graph drawn is the graph compiled.
 - The notebook page is an executed copy of ``examples/quickstart.ipynb`` with the same cells.
 - Every command block marked ``<!-- runs offline -->`` in the pages is run, line by line.
+- The REST and MCP examples page shows every route of the web app and every MCP tool, and
+  each tool accepts the example arguments the page shows (called for real).
 
 ``mkdocs build --strict`` itself runs in ``make test`` (the Makefile's step before pytest),
 so it is not repeated here; the hook's generators are tested directly.
@@ -249,7 +251,16 @@ def _pages() -> list[Path]:
     return sorted(DOCS.rglob("*.md"))
 
 
-def test_every_generated_block_expands() -> None:
+@pytest.fixture(scope="module")
+def serve_examples() -> str:
+    """The REST and MCP examples page, made once for the module (both servers, ~25 s)."""
+    page: str = reference.serve_examples_page()
+    return page
+
+
+def test_every_generated_block_expands(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the examples page starts both servers (about 25 s): its own slow test makes it
+    monkeypatch.setitem(reference.GENERATORS, "serve_examples", lambda: "(made elsewhere)")
     markers = 0
     for page in _pages():
         text = page.read_text(encoding="utf-8")
@@ -290,6 +301,109 @@ def test_the_notebook_page_is_the_executed_quickstart() -> None:
     assert not [o for o in outputs if o.get("output_type") == "error"]
     printed = "".join("".join(o.get("text", "")) for o in outputs)
     assert re.search(r"answer ([A-D]) \(shipped answer \1\)", printed), "the notebook's answer"
+
+
+# --------------------------------------------------------------------------- REST and MCP
+
+
+def _served_tools(root: Path) -> list[Any]:
+    import asyncio
+
+    from mcp import Client
+
+    from videotapestry.config import load_config
+    from videotapestry.serve.mcp_server import McpSettings, create_mcp_server
+    from videotapestry.serve.roots import Roots
+
+    config = load_config(None, profile="offline", overrides=["cache.enabled=false"])
+    server = create_mcp_server(McpSettings(config, Roots.of([root]), root / "traces"))
+
+    async def listed() -> list[Any]:
+        async with Client(server) as client:
+            return list((await client.list_tools()).tools)
+
+    return asyncio.run(listed())
+
+
+@pytest.mark.slow
+def test_the_serve_examples_show_every_route_and_tool(serve_examples: str, tmp_path: Path) -> None:
+    from fastapi.routing import APIRoute
+
+    from videotapestry.config import load_config
+    from videotapestry.serve.app import ServeSettings, create_app
+    from videotapestry.serve.roots import Roots
+
+    settings = ServeSettings(load_config(None, profile="offline"), Roots.of([tmp_path]), tmp_path)
+    routes = [r for r in create_app(settings).routes if isinstance(r, APIRoute)]
+    shown = [r for r in routes if r.include_in_schema]
+    assert len(shown) >= 14
+    for route in shown:
+        path = route.path.replace("{job_id}", "<job id>")
+        for method in route.methods:
+            requested = rf"^{method} {re.escape(path)}(?:[? ]|$)"
+            assert re.search(requested, serve_examples, flags=re.M), f"{method} {route.path}"
+    tools = _served_tools(tmp_path)
+    assert {t.name for t in tools} == set(reference_examples().TOOL_EXAMPLES)
+    for tool in tools:
+        assert f"### `{tool.name}`" in serve_examples
+        arguments = reference_examples().TOOL_EXAMPLES[tool.name]
+        assert set(tool.input_schema.get("required", [])) <= set(arguments), tool.name
+        assert set(arguments) <= set(tool.input_schema.get("properties", {})), tool.name
+    # what changes from run to run is a placeholder: the page is the same on every build
+    assert "vt-docs-serve-" not in serve_examples and "/tmp/" not in serve_examples
+    assert not re.search(r"\b[0-9a-f]{12}\b", serve_examples), "a job or run id is shown"
+    assert '"state": "done"' in serve_examples and '"answer": "A"' in serve_examples
+
+
+def reference_examples() -> Any:
+    """``scripts/docs_serve_examples.py`` (loaded once, by the generator or here)."""
+    if "docs_serve_examples" not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            "docs_serve_examples", ROOT / "scripts/docs_serve_examples.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["docs_serve_examples"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["docs_serve_examples"]
+
+
+@pytest.mark.slow
+def test_every_mcp_tool_accepts_the_arguments_the_examples_show(
+    tmp_path: Path, demo_cache: Path
+) -> None:
+    """Each tool called with the page's arguments, the model runs included (the sample's
+    memory is the test run's one build of it, so ``build_memory`` finds it complete)."""
+    import asyncio
+
+    from mcp import Client
+
+    from videotapestry.config import load_config
+    from videotapestry.demo import sample_video_path
+    from videotapestry.demo.runner import demo_memory_dir
+    from videotapestry.serve.mcp_server import McpSettings, create_mcp_server
+    from videotapestry.serve.roots import Roots
+
+    shutil.copy(sample_video_path(), tmp_path / "sample.mp4")
+    memory = demo_memory_dir(sample_video_path(), demo_cache)
+    shutil.copytree(memory, tmp_path / "memories" / "sample")
+    config = load_config(None, profile="offline", overrides=["cache.enabled=false"])
+    roots = Roots.of([tmp_path])
+    server = create_mcp_server(McpSettings(config, roots, tmp_path / "videotapestry-traces"))
+    examples = reference_examples().TOOL_EXAMPLES
+
+    async def call_each() -> dict[str, Any]:
+        results: dict[str, Any] = {}
+        async with Client(server) as client:
+            for name in ("list_videos", "list_memories", "build_memory", "answer_question"):
+                results[name] = await client.call_tool(name, examples[name])
+            trace = results["answer_question"].structured_content["trace"]
+            assert examples["read_trace"]["path"].startswith(trace.rsplit("/", 1)[0] + "/")
+            results["read_trace"] = await client.call_tool("read_trace", {"path": trace})
+        return results
+
+    for name, result in asyncio.run(call_each()).items():
+        assert not result.is_error, (name, result.content)
 
 
 # --------------------------------------------------------------------------- offline commands

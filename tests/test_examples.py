@@ -97,7 +97,9 @@ def test_prompt_swap_changes_exactly_one_prompt_and_the_answer(
         if re.match(r"^[a-z_]+ +\S+ +\S+", line)
     }
     # The spoken answer is in the refined MacroEvent paths, not in the Super scaffold.
-    assert rows["answer"] == [SHIPPED[1]["answer"], "D"]
+    # Without them the model answers otherwise (which wrong option depends on the scaffold).
+    shipped_answer, swapped_answer = rows["answer"]
+    assert shipped_answer == SHIPPED[1]["answer"] != swapped_answer
     hashes = {n: pair[:2] for n, pair in rows.items() if re.fullmatch(r"[0-9a-f]{16}", pair[0])}
     changed = [name for name, (left, right) in hashes.items() if left != right]
     assert changed == ["final_answer"] and len(hashes) >= 8
@@ -111,7 +113,7 @@ def test_prompt_swap_changes_exactly_one_prompt_and_the_answer(
             trace["result"]["prompt_hashes"]["final_answer"]
             == hashes["final_answer"][name == "override"]
         )
-    assert traces["override"]["result"]["answer"] == "D"
+    assert traces["override"]["result"]["answer"] == swapped_answer
     # The second run replayed the exploration: only the changed prompt's call was new.
     new, calls = rows["new"][-1].split("/")
     assert int(new) == 1 < int(calls)

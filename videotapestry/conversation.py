@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from videotapestry.agents.follow_up import said_spans
 from videotapestry.agents.state import EarlierTurn
+from videotapestry.asr.stored import StoredTranscript
 from videotapestry.config import Config
 from videotapestry.memory import VideoMemory
 from videotapestry.result import Result
@@ -42,10 +44,15 @@ class Answerer(Protocol):
     def run_sync(self, coroutine: Coroutine[Any, Any, T]) -> T: ...
 
 
-def earlier_turn(result: Result) -> EarlierTurn:
+def earlier_turn(result: Result, said: Sequence[tuple[float, float, str]] = ()) -> EarlierTurn:
     """What a later turn is shown of an answered one: the question as asked, the answer in
-    words (or the letter), and every span its citations cover."""
-    spans = [span for citation in result.citations for span in citation.spans]
+    words (or the letter), and every span its citations cover; a cited claim that is a line
+    of the transcript ``said`` (start, end, text) covers that line's span."""
+    spans = [
+        span
+        for citation in result.citations
+        for span in said_spans(citation.claim, citation.spans, said)
+    ]
     return EarlierTurn(
         question=result.asked or result.question,
         answer=result.answer_text or result.answer,
@@ -67,10 +74,26 @@ class Conversation:
     answer_options: dict[str, Any] = field(default_factory=dict)
     turns: list[Result] = field(default_factory=list)
     _readers: list[VideoReader] = field(default_factory=list, repr=False)
+    _transcript: list[tuple[float, float, str]] | None = field(default=None, repr=False)
 
     @property
     def history(self) -> list[EarlierTurn]:
-        return [earlier_turn(result) for result in self.turns]
+        said = self._said() if self.turns else []
+        return [earlier_turn(result, said) for result in self.turns]
+
+    def _said(self) -> list[tuple[float, float, str]]:
+        """The lines of the transcript the memory stores, read once: where a cited sentence
+        was said."""
+        if self._transcript is None:
+            directory = memory_directory(self.memory)
+            stored = (
+                StoredTranscript.for_memory(directory)
+                if directory is not None and self.vt.config.asr.memory_transcript
+                else None
+            )
+            lines = stored.transcript.lines if stored is not None else []
+            self._transcript = [(line.start_s, line.end_s, line.text) for line in lines]
+        return self._transcript
 
     async def aask(self, question: str, options: Sequence[str] | None = None) -> Result:
         """Answer ``question`` (free-form without ``options``) in the light of the turns

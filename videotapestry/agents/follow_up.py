@@ -52,6 +52,34 @@ def cited_moment(turn: EarlierTurn) -> tuple[float, float] | None:
     return (min(s for s, _ in turn.spans), max(e for _, e in turn.spans))
 
 
+def said_spans(
+    claim: str, spans: Sequence[tuple[float, float]], lines: Sequence[tuple[float, float, str]]
+) -> list[tuple[float, float]]:
+    """Where a cited claim was said: the transcript lines (start, end, text) inside the cited
+    spans whose words are the claim's (a sentence an answer quoted from a MacroEvent's
+    summary cites the whole MacroEvent, but "right after that" means after the sentence);
+    the cited spans when no line says it."""
+    wanted = _letters(claim)
+    if len(wanted) < MIN_SAID_CHARS:
+        return list(spans)
+    found = [
+        (start, end)
+        for start, end, text in lines
+        if len(_letters(text)) >= MIN_SAID_CHARS
+        and (_letters(text) in wanted or wanted in _letters(text))
+        and any(a <= start and end <= b + 1.0 for a, b in spans)
+    ]
+    return found or list(spans)
+
+
+#: Shorter claims and lines ("yes", "the gate") say too little to be matched as one sentence.
+MIN_SAID_CHARS = 20
+
+
+def _letters(text: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", text.casefold())
+
+
 def refers_back(question: str) -> bool:
     """Whether the question points at an earlier answer's moment rather than naming one."""
     return bool(_RELATIVE.search(question) or _SAME.search(question) or _NEXT.search(question))

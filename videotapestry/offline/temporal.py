@@ -286,24 +286,56 @@ def first_in_relation(ask: TemporalAsk, units: Sequence[str]) -> TemporalChoice 
         return None
     _key, unit = min(keyed, key=lambda item: item[0])
     if unit.kind == "screen":  # the slide's other lines, read apart by OCR, belong with it
-        lines = dict.fromkeys(
-            part
-            for u in timed
-            if u.kind == "screen"
-            and (
-                _same_moment(u, unit)
+        shown = [u for u in [*timed, *_quoted(units)] if u.kind == "screen"]
+        lines = _slide_lines(
+            [
+                u
+                for u in shown
+                if _same_moment(u, unit)
                 # After a moment given as times: every line the next slide opens with.
                 or (
                     seen
                     and abs(u.start - unit.start) <= SAME_MOMENT_S
                     and u.end - u.start <= MOMENT_S
                 )
-            )
-            for part in re.sub(rf"^\[?{_CLOCK}\s*-\s*{_CLOCK}\]?:?\s*", "", u.text).split(" / ")
+            ]
         )
         when = f"{format_timestamp(unit.start)}-{format_timestamp(unit.end)}: "
         unit = TimedUnit(when + " / ".join(lines), unit.start, unit.end, unit.kind)
     return TemporalChoice("", anchor, unit)
+
+
+#: A text a summary quotes with its own time: ``"Door code 4417" (03:32-04:18)``.
+_QUOTED = re.compile(rf'"(?P<text>[^"]+)"\s*\((?P<start>{_CLOCK})\s*-\s*(?P<end>{_CLOCK})\)')
+
+
+def _quoted(units: Sequence[str]) -> list[TimedUnit]:
+    """The texts summaries of the screen quote, each at its own time (a MacroEvent's "the
+    screen shows "Door code 4417" (03:32-04:18), ..." holds a slide's line OCR may have read
+    only in part at the slide's first frames)."""
+    return [
+        TimedUnit(m["text"], parse_seconds(m["start"]), parse_seconds(m["end"]), "screen")
+        for line in units
+        if _SCREEN_UNIT.search(line)
+        for m in _QUOTED.finditer(line)
+    ]
+
+
+def _slide_lines(units: Sequence[TimedUnit]) -> list[str]:
+    """One slide's lines from the units that show it, once each: a line OCR read in part
+    ("B: deliveries") gives way to the whole ("Gate B: deliveries"), a page number ("5 / 20")
+    to lines with words, and the shortest come first, so that a short answer holds most."""
+    parts = dict.fromkeys(
+        part.strip()
+        for u in units
+        for part in re.sub(rf"^\[?{_CLOCK}\s*-\s*{_CLOCK}\]?:?\s*", "", u.text).split(" / ")
+        if part.strip()
+    )
+    worded = [p for p in parts if len(re.sub(r"[^a-z]", "", compact(p))) >= 3] or list(parts)
+    whole = [
+        p for p in worded if not any(compact(p) in compact(q) and len(q) > len(p) for q in worded)
+    ]
+    return sorted(whole, key=len)
 
 
 def _said(text: str) -> list[str]:
