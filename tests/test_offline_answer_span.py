@@ -48,3 +48,38 @@ def test_the_question_says_what_kind_of_span_answers_it() -> None:
     assert answer_kind("What was on screen?") == "phrase"
     # A time the slide shows is the line's text, kept; the memory's own time is not.
     assert _stated("08:27-09:27: 10:00 Brass band") == "10:00 Brass band"
+
+
+#: Free-form questions on the shipped sample and what a person's answer holds (and not).
+SAMPLE_ASKED = [
+    ("What time does the puppet show start?", "11:30", "Brass"),
+    ("What is the door code for Gate B, the delivery gate?", "4417", "/"),
+]
+
+
+@pytest.mark.slow
+def test_free_form_answers_on_the_sample_are_short_spans(demo_cache) -> None:
+    """End to end on the sample and its memory: the two spans above, and every shipped
+    question asked without options answered in at most 80 characters."""
+    import asyncio
+
+    from videotapestry.api import VideoTapestry
+    from videotapestry.demo import sample_questions, sample_video_path
+    from videotapestry.demo.runner import demo_memory_dir
+
+    video = sample_video_path()
+    memory = demo_memory_dir(video, demo_cache)
+    shipped = [q["question"] for q in sample_questions()["questions"]]
+    asked = [q for q, _, _ in SAMPLE_ASKED] + shipped
+    vt = VideoTapestry(profile="offline")
+
+    async def run() -> list[str]:
+        try:
+            return [(await vt.aanswer(video, memory, q, None)).answer_text for q in asked]
+        finally:
+            await vt.aclose()
+
+    answers = asyncio.run(run())
+    for (question, holds, lacks), answer in zip(SAMPLE_ASKED, answers, strict=False):
+        assert holds in answer and lacks not in answer, (question, answer)
+    assert all(0 < len(answer) <= 80 for answer in answers), list(zip(asked, answers, strict=True))
