@@ -13,6 +13,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,25 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]  # fmt: skip
+
+
+@contextmanager
+def playwright_chromium(*extra_args: str) -> Iterator[Any]:
+    """Debian's chromium under Playwright (``extra_args`` after the usual ones), closed after;
+    the test is skipped when Playwright or the browser is missing."""
+    import pytest
+
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).is_file():
+        pytest.skip("Debian's chromium is not installed at /usr/bin/chromium")
+    with playwright_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *extra_args]
+        )
+        try:
+            yield chromium
+        finally:
+            chromium.close()
 
 
 def sample_root(folder: Path, memory: Path | None = None) -> Path:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_support import CHROMIUM, CHROMIUM_ARGS, Server, sample_root, start_server
+from serve_support import Server, playwright_chromium, sample_root, start_server
 
 pytestmark = pytest.mark.slow
 
@@ -215,18 +215,9 @@ REBINDING_SCRIPT = """async () => {
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """Chromium resolving two attacker names to this machine, as rebinding DNS would."""
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).is_file():
-        pytest.skip("Debian's chromium is not installed at /usr/bin/chromium")
     rules = "--host-resolver-rules=MAP rebind.test 127.0.0.1, MAP evil.test 127.0.0.1"
-    with playwright_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, rules]
-        )
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with playwright_chromium(rules) as chromium:
+        yield chromium
 
 
 @pytest.mark.browser

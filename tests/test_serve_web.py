@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_support import CHROMIUM, CHROMIUM_ARGS, Server, sample_root, start_server
+from serve_support import Server, playwright_chromium, sample_root, start_server
 
 from videotapestry.demo import sample_video_path
 
@@ -56,15 +56,8 @@ def served(tmp_path_factory: pytest.TempPathFactory, demo_cache: Path) -> Iterat
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).is_file():
-        pytest.skip("Debian's chromium is not installed at /usr/bin/chromium")
-    with playwright_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with playwright_chromium() as chromium:
+        yield chromium
 
 
 #: A phone and a desktop, as the issue measured them (width, height in CSS pixels).

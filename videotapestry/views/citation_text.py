@@ -66,12 +66,23 @@ def span_text(start_s: float, end_s: float) -> str:
     return start if start == end else f"{start}–{end}"
 
 
-def moment_text(source: EvidenceRef) -> str:
-    """A source's time as every view writes it: a frame's timestamp (``04:18``), else its
-    span (``03:12–03:16``), which starts where a click seeks to."""
+def moment_text(source: EvidenceRef, decimals: int = 0) -> str:
+    """A source's time as every view writes it: a frame's timestamp (``04:18``; with
+    ``decimals`` where a page must tell close frames apart), else its span
+    (``03:12–03:16``), which starts where a click seeks to."""
     if source.at_s is not None:
-        return format_timestamp(max(0.0, source.at_s))
+        return format_timestamp(max(0.0, source.at_s), decimals)
     return span_text(source.start_s, source.end_s)
+
+
+def kind_words(source: EvidenceRef) -> str:
+    """What a source is, before its time: ``frame at``, ``said at``, ``on screen at``,
+    ``memory,``."""
+    if source.kind == "frame":
+        return "frame at"
+    if source.kind == "transcript_line":
+        return "said at"
+    return "on screen at" if source.node_kind == "OCRText" else "memory,"
 
 
 def trimmed(text: str, limit: int = QUOTE_CHARS) -> str:
@@ -118,15 +129,13 @@ def source_text(source: EvidenceRef, when: str | None = None) -> str:
     ``said at 03:12–03:16: “…”``, ``on screen at 03:32–04:18: “Door code 4417”``,
     ``memory, 00:37–01:47: its first words…``; ``when`` its time written otherwise (the
     trace page's decimals), else ``moment_text``."""
-    when = when or moment_text(source)
-    if source.kind == "frame":
-        return f"frame at {when}"
-    words = plain_text(source.text)
-    if source.kind == "transcript_line":
-        return f"said at {when}: “{trimmed(words)}”" if words else f"said at {when}"
-    if source.node_kind == "OCRText":
-        return f"on screen at {when}: “{trimmed(words)}”" if words else f"on screen at {when}"
-    return f"memory, {when}: {trimmed(words, MEMORY_CHARS)}" if words else f"memory, {when}"
+    head = f"{kind_words(source)} {when or moment_text(source)}"
+    words = plain_text(source.text) if source.kind != "frame" else ""
+    if not words:
+        return head
+    if source.kind == "transcript_line" or source.node_kind == "OCRText":
+        return f"{head}: “{trimmed(words)}”"
+    return f"{head}: {trimmed(words, MEMORY_CHARS)}"
 
 
 def sources_text(sources: Sequence[EvidenceRef]) -> list[str]:

@@ -26,7 +26,13 @@ from videotapestry.agents.state import (
 from videotapestry.result import Result
 from videotapestry.timecode import format_timestamp, label_decimals
 from videotapestry.views.anchors import Anchors
-from videotapestry.views.citation_text import claim_text, plain_text, source_text, span_text
+from videotapestry.views.citation_text import (
+    claim_text,
+    kind_words,
+    moment_text,
+    plain_text,
+    source_text,
+)
 from videotapestry.views.page import esc
 from videotapestry.views.thumbnails import Thumbnails
 from videotapestry.views.timeline import CITED_LANE, Span, SpanRole
@@ -103,14 +109,6 @@ def _figure_decimals(levels: Sequence[LevelOutcome], key: FigureKey) -> int:
 # --------------------------------------------------------------------------- the timeline
 
 
-def _moment(source: EvidenceRef, decimals: int = 0) -> str:
-    """A source's time as the page writes it: a frame's timestamp, else its span
-    (``citation_text.moment_text``, with the decimals that tell the cited frames apart)."""
-    if source.kind == "frame" and source.at_s is not None:
-        return format_timestamp(source.at_s, decimals)
-    return span_text(source.start_s, source.end_s)
-
-
 def source_moments(trace: Result) -> list[list[str]]:
     """Each cited source's time exactly as this page writes it (the web app shows the same):
     a frame on a thumbnail as the thumbnail labels it, another frame with the decimals that
@@ -118,7 +116,7 @@ def source_moments(trace: Result) -> list[list[str]]:
     frames = [s.at_s for c in trace.citations for s in c.sources if s.at_s is not None]
     decimals = label_decimals(frames)
     return [
-        [_moment(source, _decimals(trace.levels, source, decimals)) for source in c.sources]
+        [moment_text(source, _decimals(trace.levels, source, decimals)) for source in c.sources]
         for c in trace.citations
     ]
 
@@ -128,15 +126,6 @@ def _decimals(levels: Sequence[LevelOutcome], source: EvidenceRef, cited: int) -
     apart (``cited`` decimals)."""
     key = figure_of(levels, source)
     return cited if key is None else _figure_decimals(levels, key)
-
-
-def _kind_words(source: EvidenceRef) -> str:
-    """What a source is, before its time: ``frame at``, ``said at``, ``on screen at``."""
-    if source.kind == "frame":
-        return "frame at"
-    if source.kind == "transcript_line":
-        return "said at"
-    return "on screen at" if source.node_kind == "OCRText" else "memory,"
 
 
 def citation_marks(citations: Sequence[Citation], anchors: Anchors) -> list[Span]:
@@ -220,10 +209,10 @@ def _source(n: int, m: int, source: EvidenceRef, context: _Context) -> str:
     anchors = context.anchors
     key = figure_of(context.levels, source)
     decimals = _decimals(context.levels, source, context.decimals)
-    when = esc(_moment(source, decimals))
+    when = esc(moment_text(source, decimals))
     # Readable first (what it is, its time, its words); the ids in a closed detail view.
     parts = [
-        f'<li id="{esc(anchors.source(n, m))}"><span class="kind">{_kind_words(source)}</span> '
+        f'<li id="{esc(anchors.source(n, m))}"><span class="kind">{kind_words(source)}</span> '
         f'<a href="#{esc(anchors.mark(n, m))}" title="its mark on the timeline">{when}</a>'
     ]
     words = plain_text(source.text)
