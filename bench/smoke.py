@@ -41,6 +41,7 @@ SLOWEST_FIRST = (
     "bench_ray",
     "bench_serve",
     "bench_grounding",
+    "bench_accuracy_cost",
     "bench_offline_vs_direct",
     "bench_builder",
     "bench_offline_model",

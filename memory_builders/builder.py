@@ -15,6 +15,10 @@ key of its inputs (``checkpoints``):
 8. ``assembly``: the memory and its embeddings; ``output``: the memory directory, with its
    manifest, transcript and build report.
 
+Before any stage, a build into a folder whose memory is complete, stamped with the same
+inputs and unchanged on disk returns that memory as it is (``stamp``): a rerun of a finished
+build decodes nothing and calls no model.
+
 Failures: a clip whose frames cannot be decoded or whose reply stays unusable after the
 repair retry is recorded and left out (the memory is then *partial*); above
 ``builder.max_failed_share`` failed clips the build stops. A stretch of the video that
@@ -30,6 +34,7 @@ a deterministic failure free to repeat.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,24 +46,28 @@ from memory_builders.entities import entity_stage
 from memory_builders.frame_proxy import frame_proxy_stage
 from memory_builders.lock import build_lock, check_same_video
 from memory_builders.macro import macro_stage
-from memory_builders.output import check_directory, write_memory, write_stop_report
+from memory_builders.output import REPORT_FILE, check_directory, write_memory, write_stop_report
 from memory_builders.perception import perception_stage
 from memory_builders.progress import BuildProgress, StageListener
-from memory_builders.report import BuildReport
+from memory_builders.report import BuildReport, Degradation
 from memory_builders.scan import probe_stage, scan_stage
 from memory_builders.segmentation import clip_stage
+from memory_builders.stamp import build_stamp, up_to_date
 from memory_builders.summary import root_stage, super_stage
 from memory_builders.transcript import transcript_stage
 from videotapestry.config import Config, load_config
 from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
-from videotapestry.errors import VideoTapestryError
+from videotapestry.errors import VideoError, VideoTapestryError
 from videotapestry.llm import ModelService
-from videotapestry.memory import VideoMemory
+from videotapestry.memory import VideoMemory, load_memory
 from videotapestry.ocr import OcrEngine, make_ocr_engine, missing_ocr
 from videotapestry.prompts import PromptRegistry
+from videotapestry.video import fingerprint
 
 #: The build directory inside the memory directory: checkpoints, kept frames, staging.
 BUILD_DIR = "build"
+#: The one stage of a build that kept an up-to-date memory (``MemoryBuilder.abuild``).
+KEPT_STAGE = "up_to_date"
 
 
 @dataclass
@@ -66,6 +75,8 @@ class BuildResult:
     memory: VideoMemory
     report: BuildReport
     path: Path
+    #: The memory in ``path`` was up to date and is returned as it was: nothing ran.
+    kept: bool = False
 
     @property
     def partial(self) -> bool:
@@ -134,12 +145,52 @@ class MemoryBuilder:
         """Build (or resume) ``video``'s memory into ``out``, holding ``out``'s build lock
         throughout (``lock``): a second build into ``out`` is refused while this one runs,
         and so is a build of another video into a folder holding a memory, unless ``force``
-        (which replaces that memory)."""
+        (which replaces that memory).
+
+        A complete memory that this build would make again (``stamp``: the same video,
+        settings, prompts and models, its files as written) is returned at once, read from
+        ``out`` (``BuildResult.kept``), unless ``restart`` or ``export_memdreamer``."""
         out, source = Path(out), Path(video)
         check_directory(out, out / BUILD_DIR)
         with build_lock(out, out / BUILD_DIR, source):
             check_same_video(out, source, force=force)
+            if not restart and export_memdreamer is None:
+                kept = self._kept(source, out, Path(subtitles) if subtitles else None)
+                if kept is not None:
+                    return kept
             return await self._build_locked(source, out, subtitles, restart, export_memdreamer)
+
+    def _kept(self, video: Path, out: Path, subtitles: Path | None) -> BuildResult | None:
+        """The memory in ``out`` when it is up to date (``stamp.up_to_date``), with a report
+        saying so; None when it must be built."""
+        started = time.perf_counter()
+        try:
+            key = build_stamp(self, fingerprint(video), subtitles)
+        except (VideoError, OSError):
+            return None  # the probe stage says what is wrong, with its own report
+        manifest = up_to_date(out, key)
+        if manifest is None:
+            return None
+        try:
+            memory = load_memory(out)
+            stored = json.loads((out / REPORT_FILE).read_text(encoding="utf-8"))
+        except (VideoTapestryError, OSError, ValueError):
+            return None
+        build = manifest.get("build") or {}
+        report = BuildReport(
+            video=str(video),
+            out=str(out),
+            duration_s=float(stored.get("duration_s") or 0.0),
+            fingerprint=str(manifest.get("video_fingerprint") or ""),
+            clips=int(build.get("clips") or 0),
+            degradations=[Degradation(**d) for d in build.get("degradations") or []],
+            counts=dict(stored.get("counts") or {}),
+            status="complete",
+            message=f"memory up to date, kept: {out}; --restart to build again",
+        )
+        report.stage(KEPT_STAGE).reused = 1
+        report.wall_s = report.stages[KEPT_STAGE].wall_s = time.perf_counter() - started
+        return BuildResult(memory, report, out, kept=True)
 
     async def _build_locked(
         self,
@@ -174,7 +225,8 @@ class MemoryBuilder:
             ctx.report.wall_s = time.perf_counter() - started
             ctx.finish_report("partial" if ctx.report.partial else "complete")
             export_dir = Path(export_memdreamer) if export_memdreamer else None
-            memory = write_memory(ctx, memory, info, transcript, frames, export_dir)
+            stamp = build_stamp(self, info.fingerprint, Path(subtitles) if subtitles else None)
+            memory = write_memory(ctx, memory, info, transcript, frames, export_dir, stamp)
         except VideoTapestryError as exc:  # BuildError, or a video/config/ASR problem
             ctx.report.wall_s = time.perf_counter() - started
             ctx.finish_report("stopped", str(exc))

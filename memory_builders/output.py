@@ -19,11 +19,19 @@ from typing import Any
 from memory_builders.context import BuildContext
 from memory_builders.report import BUILDER_VERSION, BuildError
 from memory_builders.scan import KeptFrames
+from memory_builders.stamp import STAMP_ENTRY, keepable, stamp_record
 from memory_builders.transcript import TranscriptResult
 from videotapestry.asr import TRANSCRIPT_FILE
 from videotapestry.contracts.builder import BUILDER_PROMPT_ROLES
 from videotapestry.files import write_json_atomic
-from videotapestry.memory import MANIFEST_FILE, EntityNode, VideoMemory, new_manifest, save_memory
+from videotapestry.memory import (
+    MANIFEST_FILE,
+    EntityNode,
+    MemoryManifest,
+    VideoMemory,
+    new_manifest,
+    save_memory,
+)
 from videotapestry.trace import without_url_credentials
 from videotapestry.video import VideoInfo
 
@@ -55,9 +63,11 @@ def write_memory(
     transcript: TranscriptResult,
     frames: KeptFrames,
     export_dir: Path | None,
+    stamp: str | None = None,
 ) -> VideoMemory:
     """Write the finished build into ``ctx.out`` (and the released MemDreamer layout into
-    ``export_dir``); the memory as written, with its manifest."""
+    ``export_dir``); the memory as written, with its manifest. ``stamp``: the build's key
+    (``stamp.build_stamp``), recorded in the manifest when a rerun may keep this memory."""
     config = ctx.config
     roles = sorted(set(BUILDER_PROMPT_ROLES.values()))
     manifest = new_manifest(
@@ -81,6 +91,8 @@ def write_memory(
                 staging / TRANSCRIPT_FILE, transcript.to_file(info.fingerprint).to_json()
             )
         write_json_atomic(staging / REPORT_FILE, ctx.report.to_json())
+        if stamp is not None and keepable(ctx.report):
+            memory = memory.with_manifest(_stamped(staging, ctx.out, written, stamp))
         _move_into_place(staging, ctx.out)
     if export_dir is not None:
         from memory_builders.export import export_released_layout
@@ -114,6 +126,23 @@ def _move_into_place(staging: Path, out: Path) -> None:
     for name in [*names, MANIFEST_FILE]:
         os.replace(staging / name, out / name)
     staging.rmdir()
+
+
+def _stamped(staging: Path, out: Path, manifest: MemoryManifest, stamp: str) -> MemoryManifest:
+    """The staged manifest with the build's stamp: its key and the digests of the files the
+    memory directory will hold once the staging moves in (the staged ones, and those already
+    in place that the move keeps, such as the frame proxy)."""
+    files = {p.name: p for p in staging.iterdir() if p.is_file() and p.name != MANIFEST_FILE}
+    for path in out.iterdir():
+        name = path.name
+        if name in files or name == MANIFEST_FILE or name in OPTIONAL_FILES:
+            continue
+        if path.is_file() and not name.startswith("."):
+            files[name] = path
+    build = {**manifest.build, STAMP_ENTRY: stamp_record(stamp, files)}
+    stamped = manifest.model_copy(update={"build": build})
+    write_json_atomic(staging / MANIFEST_FILE, stamped.model_dump(mode="json"))
+    return stamped
 
 
 def _manifest_build(ctx: BuildContext, transcript: TranscriptResult) -> dict[str, Any]:

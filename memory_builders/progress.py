@@ -86,8 +86,9 @@ class StageBar:
             return
         summary = self._usage.summary()
         tokens = summary.prompt_tokens + summary.completion_tokens
-        cost = "?" if summary.unpriced_calls else f"${summary.cost_usd:.3f}"
-        self._bar.set_postfix_str(f"calls {summary.calls}, tok {tokens}, {cost}", refresh=False)
+        self._bar.set_postfix_str(
+            f"calls {summary.calls}, tok {tokens}, {summary.cost_text(3)}", refresh=False
+        )
 
     def close(self) -> None:
         if self._bar is not None:

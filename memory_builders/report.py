@@ -141,6 +141,8 @@ class BuildReport:
         data = asdict(self)
         data["partial"] = self.partial
         data["builder_version"] = BUILDER_VERSION
+        per_hour = usage_per_video_hour(self)
+        data["usage_per_video_hour"] = None if per_hour is None else usage_dict(per_hour)
         scrubbed: dict[str, Any] = json.loads(scrub(json.dumps(data, ensure_ascii=False)))
         return scrubbed
 
@@ -149,6 +151,14 @@ def usage_dict(summary: UsageSummary) -> dict[str, Any]:
     data = summary.to_dict()
     data.pop("by_role", None)
     return data
+
+
+def usage_per_video_hour(report: BuildReport) -> UsageSummary | None:
+    """The build's usage scaled to one hour of video, the figure builds are compared by
+    (None for a video of unknown length)."""
+    if report.duration_s <= 0:
+        return None
+    return UsageSummary.from_dict(report.usage or {}).scaled(3600.0 / report.duration_s)
 
 
 def summary_text(report: BuildReport) -> str:
@@ -166,25 +176,18 @@ def summary_text(report: BuildReport) -> str:
         f"{'images':>8}{'tokens in/out':>17}{'cost $':>9}"
     )
     for stage in report.stages.values():
-        u = stage.usage or {}
-        tokens = f"{u.get('prompt_tokens', 0)}/{u.get('completion_tokens', 0)}"
-        cost = "-" if u.get("unpriced_calls") else f"{u.get('cost_usd', 0.0):.4f}"
+        u = UsageSummary.from_dict(stage.usage or {})
+        tokens = f"{u.prompt_tokens}/{u.completion_tokens}"
+        cost = "-" if u.unpriced_calls else f"{u.cost_usd:.4f}"
         lines.append(
-            f"{stage.name:<14}{stage.wall_s:>8.1f}{stage.reused:>8}{u.get('calls', 0):>7}"
-            f"{u.get('cached_calls', 0):>8}{u.get('failed_calls', 0):>8}{u.get('images', 0):>8}"
-            f"{tokens:>17}{cost:>9}"
+            f"{stage.name:<14}{stage.wall_s:>8.1f}{stage.reused:>8}{u.calls:>7}"
+            f"{u.cached_calls:>8}{u.failed_calls:>8}{u.images:>8}{tokens:>17}{cost:>9}"
         )
-    total = report.usage or {}
-    cost = (
-        "unknown (a model has no price in `pricing`)"
-        if total.get("unpriced_calls")
-        else f"${total.get('cost_usd', 0.0):.4f}"
-    )
-    lines.append(
-        f"total: {report.wall_s:.1f} s, {total.get('calls', 0)} calls "
-        f"({total.get('cached_calls', 0)} cached), {total.get('images', 0)} images, "
-        f"{total.get('prompt_tokens', 0)}/{total.get('completion_tokens', 0)} tokens, cost {cost}"
-    )
+    total = UsageSummary.from_dict(report.usage or {})
+    lines.append(f"total: {report.wall_s:.1f} s, {total.describe()}")
+    per_hour = usage_per_video_hour(report)
+    if per_hour is not None:
+        lines.append(f"per video-hour: {per_hour.describe()}")
     if report.failures:
         lines.append(f"PARTIAL: {len(report.failures)} of {report.clips} clips failed:")
         lines += [

@@ -185,6 +185,21 @@ def rest_examples(base: Path, root: Path) -> list[Example]:
                 raw="\n".join(f"{h}: {media.headers[h]}" for h in headers if h in media.headers),
             )
         )
+        frame = client.get("/api/frame?path=sample.mp4&t=258&w=320")
+        size = "×".join(map(str, _jpeg_size(frame.content))) if frame.status_code == 200 else "-"
+        lines = [f"{h}: {frame.headers[h]}" for h in ("content-type", "cache-control")]
+        lines += ["", f"(a {size} JPEG: the frame on screen at t seconds)"]
+        shown.append(
+            Example(
+                "One frame of a video (a cited moment's thumbnail)",
+                "GET /api/frame?path=sample.mp4&t=258&w=320",
+                status=frame.status_code,
+                raw="\n".join(lines),
+                note="`w` is the width in pixels (default 320, at most 640, never wider than "
+                "the video). A `t` before the start or past the end is a 400 whose `detail` "
+                "gives the video's length.",
+            )
+        )
         build = call(
             "Start a build",
             "POST",
@@ -252,6 +267,15 @@ def rest_examples(base: Path, root: Path) -> list[Example]:
             depth=2,
         )
     return shown
+
+
+def _jpeg_size(data: bytes) -> tuple[int, int]:
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        return image.size
 
 
 def _events(text: str, root: str) -> str:

@@ -529,7 +529,7 @@ def test_every_command_refuses_an_argument_that_is_not_utf8(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     names = _command_names()
-    assert len(names) == len(COMMANDS) == 15
+    assert len(names) == len(COMMANDS) == 16
     for name in names:
         status, err = run_cli(capsys, name, LATIN1)
         assert status == 2 and "argument 2" in err and "not UTF-8 text" in err, name

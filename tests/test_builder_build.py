@@ -209,9 +209,13 @@ def test_manifest_records_models_prompts_config_and_usage(built: Built) -> None:
 def test_a_rebuild_makes_no_model_calls(built: Built, embedder, tmp_path: Path) -> None:
     server = built.server
     before = len(server.requests)
-    again = build(server, embedder, built.video.path, built.out, f"cache.path={built.cache}")
+    kept = build(server, embedder, built.video.path, built.out, f"cache.path={built.cache}")
+    assert kept.kept and kept.memory == built.memory  # up to date: returned as it is
+    out = _copy(built, tmp_path)
+    (out / "build_report.json").unlink()  # a file of the memory gone: it is built again
+    again = build(server, embedder, built.video.path, out, f"cache.path={built.cache}")
     assert len(server.requests) == before  # every stage from its checkpoint
-    assert again.memory == built.memory
+    assert not again.kept and again.memory == built.memory
     assert again.report.stages["perception"].reused == 10
     # A new directory has no checkpoints, but the response cache answers every call.
     fresh = build(server, embedder, built.video.path, tmp_path / "o", f"cache.path={built.cache}")
@@ -224,6 +228,7 @@ def test_a_build_killed_while_moving_its_files_leaves_no_stale_memory(
     built: Built, embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = _copy(built, tmp_path)
+    (out / "build_report.json").unlink()  # else the memory is up to date and kept as it is
     real_replace, moved = os.replace, []
 
     def dying_replace(src, dst) -> None:

@@ -102,6 +102,7 @@ def test_a_killed_build_resumes_without_repeating_finished_clips(
         third = subprocess.run(command, cwd=ROOT, env=environment(), capture_output=True, text=True)
         assert third.returncode == 0, third.stderr
         assert server.requests == []
+        assert f"memory up to date, kept: {out}; --restart to build again" in third.stdout
         assert load_memory(out) == memory
 
 

@@ -213,3 +213,39 @@ def test_compare_cli_errors_exit_2(
     assert main(["compare", *(arg.format(**values) for arg in args)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("videotapestry: error: ") and message in err
+
+
+def test_compare_shows_what_each_run_cost_per_question_beside_its_accuracy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A gain is read beside its price: B is right more often and costs more; an unpriced
+    run says so instead of $0."""
+    cheap = {"calls": 6, "prompt_tokens": 4000, "cost_usd": 0.005}
+    dear = {"calls": 16, "prompt_tokens": 20000, "cost_usd": 0.02}
+    a = write_run(
+        tmp_path / "a",
+        [record("q1", "A", "B", usage=cheap), record("q2", "B", "B", usage=cheap)],
+        header(),
+    )
+    b = write_run(
+        tmp_path / "b",
+        [record("q1", "A", "A", usage=dear), record("q2", "B", "B", usage=dear)],
+        header(),
+    )
+    [full] = compare_runs(a, b).variants
+    assert full.usage_a.cost_usd_mean == pytest.approx(0.005)
+    assert full.usage_b.calls == pytest.approx(16)
+    assert main(["compare", str(a), str(b)]) == 0
+    text = capsys.readouterr().out
+    assert (
+        "cost per question A $0.0050, 6.0 calls, 4,000 prompt tokens; "
+        "B $0.0200, 16.0 calls, 20,000 prompt tokens"
+    ) in text
+    unpriced = {**dear, "cost_usd": None}
+    c = write_run(
+        tmp_path / "c",
+        [record("q1", "A", "A", usage=unpriced), record("q2", "B", "B", usage=unpriced)],
+        header(),
+    )
+    assert main(["compare", str(a), str(c)]) == 0
+    assert "B unpriced (2 questions), 16.0 calls" in capsys.readouterr().out

@@ -147,8 +147,12 @@ def test_report_markdown_has_the_ablation_table_and_the_torn_line(run: Path) -> 
     assert "| full | 60.0 (3/5) | 0.0 (0/2) | 100.0 (2/2) | 50.0 (1/2) |" in markdown
     assert "| wo_asr | 80.0 (4/5) | – | – | 80.0 (4/5) |" in markdown
     assert "| full | 60.0 (3/5) | 50.0 (1/2) | 66.7 (2/3) |" in markdown  # long, short
-    assert "unknown (1 unpriced)" in markdown
-    assert "| full | 6 | 8.8 | 16.7 | 883 | 83 | 0.0133 | 7.00 | 7.00 | 11.50 | 3,600 |" in markdown
+    assert "unpriced (1 question)" in markdown
+    # questions, calls, images, prompt, cached prompt, completion, model s, cost, latencies
+    usage_row = (
+        "| full | 6 | 8.8 | 16.7 | 883 | 0 | 83 | 0.0 | 0.0133 | 7.00 | 7.00 | 11.50 | 3,600 |"
+    )
+    assert usage_row in markdown
     assert "torn" in markdown and "1 torn last line skipped" in markdown
     assert "failures by error: MemoryFormatError 1" in markdown
     # Outcomes: guessed q4, degraded q5, clean q1 q2 q7; q1 warned, and still clean.

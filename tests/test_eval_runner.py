@@ -252,6 +252,66 @@ def test_the_same_failure_on_the_first_questions_stops_the_run(
     assert all(usage["prompt_tokens"] > 0 for usage in failed.values())
 
 
+def test_a_run_stops_at_its_budget_keeps_its_records_and_resumes_with_a_larger_one(
+    data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--max-usd``: priced calls over real HTTP; the first answered question spends past a
+    tiny budget, so no other starts (concurrency 1). The same command with a larger budget
+    asks only the questions the first invocation did not."""
+    server.on(None, ScriptedModel())
+    questions = annotations(tmp_path / "q.jsonl", 5)
+    run = tmp_path / "run"
+    price = "pricing={gpt-5.5: {input_per_mtok: 2.0, output_per_mtok: 10.0}}"
+    args = eval_args(data, questions, run, server, "--concurrency", "1", "-o", price)
+    assert main([*args, "--max-usd", "0.000001"]) == 4
+    err = capsys.readouterr().err
+    assert "its budget of $1e-06 was reached" in err and "4 question(s) not asked" in err
+    first = {row["question_id"]: row for row in lines(run)}
+    answered = [q for q, row in first.items() if row["status"] == "answered"]
+    assert len(answered) == 1 and first[answered[0]]["usage"]["cost_usd"] > 0.000001
+    assert sorted(row["status"] for row in first.values()) == ["answered"] + ["skipped"] * 4
+    assert asked_questions(server, 5).keys() == set(answered)
+
+    # Resumed with a larger budget: the four others, and never the one already answered.
+    server.reset()
+    server.on(None, ScriptedModel())
+    assert main([*args, "--max-usd", "100"]) == 0
+    assert asked_questions(server, 5).keys() == {f"q{n}" for n in range(5)} - set(answered)
+    latest = {row["question_id"]: row["status"] for row in lines(run)}
+    assert set(latest.values()) == {"answered"} and len(latest) == 5
+
+    # A run already past its budget starts nothing at all.
+    server.reset()
+    assert main([*args, "--max-calls", "1", "--keep-failed"]) == 0
+    assert server.requests == []
+
+
+def test_a_budget_sweep_writes_one_run_per_budget_and_the_accuracy_cost_table(
+    data: Path, tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--budgets calls=1,none``: calls=1 answers from the stored memory (one call per
+    question, each run recording budget_reached), none runs the method; both are rows of
+    the table, each run a run directory of its own."""
+    server.on(None, ScriptedModel())
+    questions = annotations(tmp_path / "q.jsonl", 2)
+    run = tmp_path / "run"
+    price = "pricing={gpt-5.5: {input_per_mtok: 2.0, output_per_mtok: 10.0}}"
+    args = eval_args(data, questions, run, server, "-o", price, "--allow-degraded")
+    assert main([*args, "--budgets", "calls=1,none"]) == 0
+    out = capsys.readouterr().out
+    assert f"accuracy against cost: {run / 'accuracy_cost.md'}" in out
+    capped = lines(run / "budget-calls1")
+    assert all(row["usage"]["calls"] == 1 for row in capped)
+    assert all("budget_reached" in row["degraded"] for row in capped)
+    uncapped = lines(run / "budget-none")
+    assert all(row["usage"]["calls"] > 1 and not row["degraded"] for row in uncapped)
+    table = (run / "accuracy_cost.md").read_text()
+    assert "Cost axis: mean cost per question (USD)" in table  # priced above zero
+    rows = [line for line in table.splitlines() if line.startswith("| full |")]
+    assert [row.split("|")[2].strip() for row in rows] == ["calls1", "none"]
+    assert (run / "accuracy_cost.png").stat().st_size > 0
+
+
 # --------------------------------------------------------------------------- (c) missing memory
 
 

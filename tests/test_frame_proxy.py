@@ -216,7 +216,10 @@ def test_the_builder_writes_resumes_rewrites_and_removes_the_proxy(
         assert lookup.manifest.frames == info.frame_count
         assert first.report.stages["frame_proxy"].computed == 1
         assert not list(out.glob(f".{PROXY_FILE}.*"))  # no temporary file left
-        # A rerun reuses it; a deleted proxy file is written again, not trusted.
+        # A rerun keeps the finished memory, proxy included; one that runs the stages (a
+        # memory file gone) reuses it; a deleted proxy file is written again, not trusted.
+        assert build(server, embedder, tour.path, out, on).kept
+        (out / "build_report.json").unlink()
         again = build(server, embedder, tour.path, out, on)
         assert again.report.stages["frame_proxy"].reused == 1
         assert find_proxy(out, info).manifest == lookup.manifest

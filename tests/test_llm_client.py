@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import SECRET_KEY, fake_config, jpeg_bytes
 
+from videotapestry.config import Price
 from videotapestry.contracts.method import FinalAnswer, VisualObservation
 from videotapestry.errors import (
     ImageLimitError,
@@ -26,8 +27,9 @@ from videotapestry.errors import (
     StructuredOutputError,
 )
 from videotapestry.images import ImagePart
-from videotapestry.llm import ModelService
+from videotapestry.llm import ModelService, UsageSummary
 from videotapestry.llm.openai_client import OpenAICompatibleClient
+from videotapestry.llm.usage import PriceTable
 from videotapestry.prompts import PromptRegistry
 from videotapestry.testing import FakeOpenAIServer, FakeReply, RecordedRequest
 
@@ -477,6 +479,61 @@ def test_usage_sums_and_costs(fake_server: FakeOpenAIServer, api_key: str, tmp_p
     assert run_total.unpriced_calls == 0
 
 
+def test_provider_cached_tokens_are_billed_at_the_cached_price(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    # Two calls over real HTTP: the second's prompt was mostly a provider prefix-cache hit.
+    fake_server.script(
+        "answer",
+        FakeReply(content=json.dumps(ANSWER), prompt_tokens=4000, completion_tokens=300),
+        FakeReply(
+            content=json.dumps(ANSWER),
+            prompt_tokens=5000,
+            completion_tokens=400,
+            cached_tokens=3072,
+            reasoning_tokens=250,
+        ),
+    )
+    config = fake_config(
+        fake_server,
+        tmp_path,
+        "pricing={fake-vlm: {input_per_mtok: 2.5, cached_input_per_mtok: 1.25, "
+        "output_per_mtok: 10.0}}",
+    )
+    service = ModelService(config)
+
+    async def go():
+        session = service.session()
+        await session.complete_json("answer", answer_prompt("one"), FinalAnswer)
+        await session.complete_json("answer", answer_prompt("two"), FinalAnswer)
+        await service.aclose()
+        return session
+
+    session = run(go())
+    first, second = session.usage.records
+    assert (first.cached_prompt_tokens, first.reasoning_tokens) == (0, 0)
+    assert (second.cached_prompt_tokens, second.reasoning_tokens) == (3072, 250)
+    by_hand_first = (4000 * 2.5 + 300 * 10.0) / 1e6
+    by_hand_second = ((5000 - 3072) * 2.5 + 3072 * 1.25 + 400 * 10.0) / 1e6
+    assert first.cost_usd == pytest.approx(by_hand_first)
+    assert second.cost_usd == pytest.approx(by_hand_second)
+    summary = session.usage.summary()
+    assert (summary.cached_prompt_tokens, summary.reasoning_tokens) == (3072, 250)
+    assert summary.cost_usd == pytest.approx(by_hand_first + by_hand_second)
+    assert summary.cost_text() == f"${by_hand_first + by_hand_second:.4f}"
+    assert "9,000 in (3,072 cached) / 700 out (250 reasoning)" in summary.describe()
+    # The saved trace's summary reads back the same (a trace page or inspect shows it).
+    assert UsageSummary.from_dict(summary.to_dict()).to_dict() == summary.to_dict()
+
+
+def test_cached_tokens_without_a_cached_price_bill_at_the_input_price() -> None:
+    table = PriceTable({"m": Price(input_per_mtok=2.0, output_per_mtok=8.0)})
+    assert table.cost("m", 1000, 10, cached_prompt_tokens=800) == pytest.approx(
+        (1000 * 2.0 + 10 * 8.0) / 1e6
+    )
+    assert table.cost("other", 1000, 10) is None
+
+
 def test_unpriced_model_has_unknown_cost(
     fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
 ) -> None:
@@ -486,6 +543,8 @@ def test_unpriced_model_has_unknown_cost(
     assert summary.unpriced_calls == 1 and summary.cost_usd == 0.0
     assert session.usage.records[0].cost_usd is None
     assert summary.to_dict()["cost_usd"] is None  # unknown, not a misleading 0.0
+    assert summary.cost_text() == "unpriced (1 call)"
+    assert "unpriced" in summary.describe() and "$" not in summary.describe()
 
 
 def test_image_cap_is_enforced_before_any_request(

@@ -90,6 +90,7 @@ def test_non_global_stop_is_overridden(server: FakeOpenAIServer, embedder, video
     assert any("not global" in note for note in result.levels[0].notes)
 
 
+@pytest.mark.long_video  # writes and reads a one-hour video
 def test_protected_set_keeps_text_and_the_rest_is_compressed(
     server: FakeOpenAIServer, embedder, tmp_path: Path
 ) -> None:

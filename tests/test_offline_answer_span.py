@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from videotapestry.offline.answer_span import answer_kind, find_span
-from videotapestry.offline.query_roles.answer import _stated
+from videotapestry.offline.quoting import stated as _stated
 
 CASES = [
     ("What time does the puppet show start?",

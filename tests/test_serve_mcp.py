@@ -255,6 +255,10 @@ def test_the_answer_text_reads_as_words_with_no_internal_ids(session: Session) -
         for source, ref in zip(shown["sources"], cites["sources"], strict=True):
             at = ref["at_s"] if ref["at_s"] is not None else ref["start_s"]
             assert source["seek_s"] == at and f"  cites {source['shown']}" in text
+    # What the answer cost, in words: the offline model is priced at zero, so dollars show.
+    calls = answer["usage"]["calls"]
+    assert f"cost: {calls} calls" in text and "$0.0000" in text
+    assert answer["usage_text"] in text
 
 
 def test_paths_leaving_the_root_are_refused_with_a_clear_message(

@@ -471,6 +471,9 @@ def test_a_citation_click_brings_the_player_into_view_at_the_cited_moment(
     assert page.get_attribute("#answer", "data-letter") == "C"
     # The shipped question's answer key is C: the answer is marked right against it.
     assert page.text_content("#verdict").startswith("✓ right")
+    # What it cost, in the words ask prints (SPEC §17): calls, tokens, dollars.
+    usage = page.text_content("#usage")
+    assert re.match(r"cost: \d+ calls, \d+ images, tokens [\d,]+ in / ", usage)
     # The agents as a person names them, in their order; no graph bookkeeping.
     levels = page.locator("#timeline li.level").all_text_contents()
     names = [text.split(":")[0] for text in levels]
@@ -496,10 +499,23 @@ def test_a_citation_click_brings_the_player_into_view_at_the_cited_moment(
         mark = marks.nth(i).bounding_box()
         at = float(marks.nth(i).get_attribute("data-seek")) / duration
         assert abs(mark["x"] + mark["width"] / 2 - (bar["x"] + at * bar["width"])) < 2
+    # Each cited moment shows its frame (the frame route's JPEG, loaded lazily), its time
+    # as the picture's text.
+    for i in range(cites.count()):
+        thumb = cites.nth(i).locator("img.thumb")
+        assert thumb.get_attribute("alt") == shown[i]
+        assert thumb.get_attribute("loading") == "lazy"
+        thumb.scroll_into_view_if_needed()
+        thumb.evaluate(
+            "img => img.complete && img.naturalWidth > 0 || new Promise((ok, fail) => {"
+            " img.addEventListener('load', ok); img.addEventListener('error', fail); })"
+        )
+        assert thumb.evaluate("img => img.naturalWidth") > 0, thumb.get_attribute("src")
     cite = cites.last
     cite.scroll_into_view_if_needed()
     start = float(cite.get_attribute("data-seek"))
-    cite.click()  # the player was out of view: the click brings it back, at the moment
+    # the player was out of view: a click on the moment's picture brings it back, there
+    cite.locator("img.thumb").click()
     page.wait_for_function(
         f"() => Math.abs(document.getElementById('player').currentTime - {start}) < 1",
         timeout=60_000,

@@ -18,7 +18,6 @@ import sys
 import termios
 import textwrap
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -27,12 +26,9 @@ from videotapestry.commands.common import progress_printer
 from videotapestry.demo import sample_video_path
 from videotapestry.demo.runner import (
     DemoReport,
-    Sample,
     demo_cache_dir,
     installation_key,
-    memory_is_current,
     render_summary,
-    run_demo,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,15 +100,13 @@ _FAKE_DEMO = textwrap.dedent(
     from videotapestry.demo import runner
 
     class Answers:
-        async def abuild_memory(self, *args, **kwargs):  # not called: the memory is current
+        async def abuild_memory(self, *args, **kwargs):  # the builder keeps the memory
             return SimpleNamespace(report=SimpleNamespace(usage={}), partial=False)
 
         async def aanswer(self, *args, **kwargs):
             await asyncio.sleep(0.15)
             return object()
 
-    runner.build_stamp = lambda vt, video: "stamp"
-    runner.memory_is_current = lambda memory_dir, stamp: True
     runner.answer_evidence = lambda result: runner.Evidence()
     questions = [runner.DemoQuestion(f"q{n}", f"question {n}?", ["A. a", "B. b"], "A")
                  for n in range(1, 5)]
@@ -313,83 +307,3 @@ def test_demo_cache_dir_is_under_the_user_cache(monkeypatch: pytest.MonkeyPatch,
     package = Path(videotapestry.__file__).resolve().parent
     key = installation_key(videotapestry.__version__, package)
     assert demo_cache_dir() == tmp_path / "videotapestry" / "demo" / key
-
-
-# -- a cached memory is checked, not rebuilt -------------------------------------------------------
-
-
-class _Builds:
-    """A facade whose builder only writes a manifest and counts its runs."""
-
-    def __init__(self, *overrides: str) -> None:
-        from videotapestry.api import VideoTapestry
-
-        self.vt = VideoTapestry(profile="offline", overrides=["cache.enabled=false", *overrides])
-        self.runs = 0
-        self.vt.abuild_memory = self.abuild_memory  # type: ignore[method-assign]
-
-    async def abuild_memory(self, video: Path, out: Path, **_: object) -> SimpleNamespace:
-        from videotapestry.video import fingerprint
-
-        self.runs += 1
-        out.mkdir(parents=True, exist_ok=True)
-        manifest = {
-            "created": f"2026-01-01T00:00:{self.runs:02d}+00:00",
-            "video_fingerprint": fingerprint(video),
-            "build": {"status": "complete", "partial": False},
-        }
-        (out / "manifest.json").write_text(json.dumps(manifest))
-        report = SimpleNamespace(usage={"calls": 3, "cached_calls": 0})
-        return SimpleNamespace(report=report, partial=False)
-
-    def demo(self, video: Path, memory: Path, *, rebuild: bool = False) -> DemoReport:
-        return asyncio.run(
-            run_demo(self.vt, Sample(video, []), memory_dir=memory, rebuild=rebuild, progress=False)
-        )
-
-
-def test_a_cached_memory_is_checked_without_running_the_builder(tmp_path: Path) -> None:
-    video, memory = sample_video_path(), tmp_path / "memories" / "sample"
-    builds = _Builds()
-    assert builds.demo(video, memory).build_calls == 3 and builds.runs == 1
-    cached = builds.demo(video, memory)
-    assert builds.runs == 1 and cached.build_calls == 0  # the builder did not run
-    assert "memory cached" in render_summary(cached)
-    assert builds.demo(video, memory, rebuild=True) and builds.runs == 2  # --rebuild does
-
-
-def test_a_changed_config_or_sample_or_memory_runs_the_builder(tmp_path: Path) -> None:
-    video, memory = sample_video_path(), tmp_path / "memories" / "sample"
-    _Builds().demo(video, memory)
-
-    other_config = _Builds("builder.ocr.interval_s=7")
-    other_config.demo(video, memory)
-    assert other_config.runs == 1
-
-    changed = tmp_path / "sample.mp4"
-    data = bytearray(video.read_bytes())
-    data[10] ^= 0xFF
-    changed.write_bytes(bytes(data))
-    other_sample = _Builds("builder.ocr.interval_s=7")
-    other_sample.demo(changed, memory)
-    assert other_sample.runs == 1
-
-    rebuilt_elsewhere = _Builds("builder.ocr.interval_s=7")
-    rebuilt_elsewhere.demo(changed, memory)
-    assert rebuilt_elsewhere.runs == 0  # unchanged: cached
-    manifest = json.loads((memory / "manifest.json").read_text())
-    (memory / "manifest.json").write_text(json.dumps({**manifest, "created": "later"}))
-    rebuilt_elsewhere.demo(changed, memory)
-    assert rebuilt_elsewhere.runs == 1  # another build wrote the manifest: checked again
-
-
-def test_memory_is_current_wants_a_complete_memory(tmp_path: Path) -> None:
-    memory = tmp_path / "m"
-    assert not memory_is_current(memory, "stamp")  # nothing there
-    memory.mkdir()
-    (memory / "manifest.json").write_text(
-        json.dumps({"created": "t", "video_fingerprint": "v", "build": {"status": "partial"}})
-    )
-    record = {"stamp": "stamp", "created": "t", "video_fingerprint": "v"}
-    (tmp_path / "m.stamp.json").write_text(json.dumps(record))
-    assert not memory_is_current(memory, "stamp")

@@ -156,7 +156,10 @@ def test_the_section_reads_without_ids_which_stay_in_a_closed_detail_view(cited)
     assert "Door code 4417" in visible and "on screen at 03:32–04:18" in " ".join(visible.split())
     assert f"frame at {format_timestamp(s1.at_s)}" in " ".join(visible.split())
     assert "said at 10:12–10:15" in " ".join(visible.split())
-    assert "memory, " in visible and node.text in visible
+    # A stored span shows its own words, not its title (issue 39).
+    assert (
+        "memory, " in visible and "Maria rubs the chicken" in visible and node.text not in visible
+    )
     # The ids are there for whoever opens the detail view.
     details = re.findall(r"<details.*?</details>", section, flags=re.S)
     assert any("<code>slot3_o7</code>" in d for d in details)
@@ -220,7 +223,8 @@ def test_links_resolve_both_ways_on_the_page_and_in_the_notebook_view(
     # Each cited thumbnail links back to what cites it.
     figures = [(i, attrs) for i, (_, attrs, _) in tags.items() if attrs.get("class") == "vt-cited"]
     assert len(figures) == 2
-    assert '<a href="#vt-src-1-1">#1 S1</a>' in page and '<a href="#vt-src-1-2">#1 K3</a>' in page
+    assert re.search(r'<a href="#vt-src-1-1">claim 1, [\d:.]+, Overview level</a>', page)
+    assert re.search(r'<a href="#vt-src-1-2">claim 1, [\d:.]+, Skim level</a>', page)
     # The notebook view: the same links, no script, ids of its own among other results.
     fragment = result._repr_html_()
     assert "<script" not in fragment
@@ -279,3 +283,34 @@ def test_a_cited_page_renders_in_a_real_browser(cited, tmp_path: Path) -> None:
     assert longest_run(image, CITED_TINT) == pytest.approx(
         TimelineLayout().plot_width * (node.end_s - node.start_s) / 1200, abs=3
     )
+
+
+def test_thumbnails_are_tagged_with_the_cited_time_and_level_in_words(cited) -> None:
+    """Issue 39: a cited thumbnail says which claim cites it, at what time, seen at which
+    level (``claim 1, 00:05, Overview level``), not ``#1 S1``."""
+    result, _ = cited
+    page = result_html(result)
+    tags = re.findall(r'<span class="vt-cited-tag">cited: (.*?)</span>', page, flags=re.S)
+    shown = [html.unescape(re.sub(r"<[^>]+>", "", tag)) for tag in tags]
+    assert shown and not any(re.search(r"#\d+ [SKFT]\d+", tag) for tag in shown), shown
+    [s1, k3] = result.citations[0].sources
+    for frame, level in ((s1, "Overview level"), (k3, "Skim level")):
+        assert any(
+            tag.startswith(f"claim 1, {format_timestamp(frame.at_s)}") and tag.endswith(level)
+            for tag in shown
+        ), (frame, shown)
+
+
+def test_the_reasoning_on_the_page_shows_times_for_ids_and_the_trace_keeps_them(cited) -> None:
+    result, trace = cited
+    said = "I chose macro_0002 (see super_01) | in: super_01; slot3_o7 [03:32-04:18] agrees."
+    # (a memory line's tail, ``| in: super_01``, ends at the ``;``)
+    page = result_html(Result(**{**result.__dict__, "reasoning": said}))
+    header = page[page.index("<b>Answer:") : page.index("</p>", page.index("<b>Answer:"))]
+    shown = html.unescape(header)
+    assert not NODE_ID.search(shown), shown
+    macro, whole = result.node_times["macro_0002"], result.node_times["super_01"]
+    assert f"I chose {span_text(*macro)} (see {span_text(*whole)})" in shown, shown
+    assert "03:32–04:18 agrees." in shown
+    # Only the page changes: the saved trace keeps the model's own words.
+    assert load_question_trace(trace).reasoning == result.reasoning

@@ -38,6 +38,7 @@ from videotapestry.commands import (
     evaluate,
     import_memdreamer,
     inspect,
+    library,
     mcp,
     prompts,
     reanswer,
@@ -79,6 +80,7 @@ COMMANDS: tuple[CommandModule, ...] = (
     eval_report,
     compare,
     evaluate,
+    library,
     mcp,
     serve,
 )

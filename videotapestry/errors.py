@@ -46,6 +46,11 @@ class MemoryFormatError(VideoTapestryError):
     """
 
 
+class LibraryError(VideoTapestryError):
+    """A video library cannot be read, updated or searched as asked (a missing root, an
+    empty query, a library another process is updating)."""
+
+
 class MemoryNodeNotFoundError(VideoTapestryError, LookupError):
     """A caller asked a loaded memory for a node id it does not hold."""
 

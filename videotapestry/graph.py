@@ -33,6 +33,11 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from videotapestry.agents.answer import run_answer_agent, run_direct_answer
+from videotapestry.agents.budget_stop import (
+    controller_within_budget,
+    decided_within_budget,
+    within_budget,
+)
 from videotapestry.agents.citations import citable
 from videotapestry.agents.context import RunContext
 from videotapestry.agents.focus import decide_focus, refine_focus
@@ -48,6 +53,7 @@ from videotapestry.agents.state import (
     EvidenceRef,
     HandoffEntry,
     ImageRef,
+    Level,
     LevelCalls,
     LevelOutcome,
     Observation,
@@ -123,22 +129,29 @@ async def overview_node(state: QAState, runtime: Runtime[RunContext]) -> dict[st
     is_global = state.get("is_global")
     if is_global is None:
         is_global = is_global_question(question.question, question.options)
-    outcome = await run_overview(ctx, question, is_global=is_global)
+    supers = [s.id for s in ctx.memory.super_events()]
+    outcome = await within_budget(
+        ctx, "super", question, supers, run_overview(ctx, question, is_global=is_global)
+    )
     return {"is_global": is_global, **_finish_level(ctx, outcome)}
 
 
 async def skim_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    return await _level_node(run_skim, state, runtime)
+    return await _level_node(run_skim, "macro", state, runtime)
 
 
 async def focus_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """The Focus level up to its decision, which ``focus_decide`` makes (it can only stop)."""
     ctx = _context(runtime)
-    outcome = await refine_focus(
+    question, candidates = state["question"], list(state.get("candidates", []))
+    instruction = state.get("instruction")
+    outcome = await within_budget(
         ctx,
-        state["question"],
-        list(state.get("candidates", [])),
-        instruction_in=state.get("instruction"),
+        "subgraph",
+        question,
+        candidates,
+        refine_focus(ctx, question, candidates, instruction_in=instruction),
+        instruction_in=instruction,
     )
     stopped = outcome.model_copy(update={"stop": True})
     return _finish_level(ctx, stopped, report=False)
@@ -147,30 +160,39 @@ async def focus_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, 
 async def focus_decide_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = _context(runtime)
     [outcome] = [o for o in state.get("levels", []) if o.level == "subgraph"]
-    decided = await decide_focus(
-        ctx, state["question"], outcome, is_global=bool(state.get("is_global"))
+    decided = await decided_within_budget(
+        outcome,
+        lambda: decide_focus(
+            ctx, state["question"], outcome, is_global=bool(state.get("is_global"))
+        ),
     )
     ctx.report(level="subgraph", step="done", stop=True, selected=decided.selected_ids)
     return {"levels": [decided]}
 
 
 async def _level_node(
-    agent: LevelAgent, state: QAState, runtime: Runtime[RunContext]
+    agent: LevelAgent, level: Level, state: QAState, runtime: Runtime[RunContext]
 ) -> dict[str, Any]:
     ctx = _context(runtime)
-    outcome = await agent(
+    question, candidates = state["question"], list(state.get("candidates", []))
+    instruction = state.get("instruction")
+    turn = agent(
         ctx,
-        state["question"],
-        list(state.get("candidates", [])),
-        instruction_in=state.get("instruction"),
+        question,
+        candidates,
+        instruction_in=instruction,
         is_global=bool(state.get("is_global")),
+    )
+    outcome = await within_budget(
+        ctx, level, question, candidates, turn, instruction_in=instruction
     )
     return _finish_level(ctx, outcome)
 
 
 async def controller_node(state: QAState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = _context(runtime)
-    levels, handoff = await run_controller(ctx, state["question"])
+    question = state["question"]
+    levels, handoff = await controller_within_budget(ctx, question, run_controller(ctx, question))
     ctx.report(level="controller", step="done", levels=[o.level for o in levels])
     return {"levels": levels, "handoff": handoff, "stopped": True, "candidates": []}
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from videotapestry.agents.context import ProgressCallback, RunContext
 from videotapestry.agents.state import QuestionInput
 from videotapestry.asr import SubtitleSource, TranscriptSource, make_transcript_source
+from videotapestry.llm.prefix_cache import video_cache_key
 from videotapestry.memory import VideoMemory, check_duration, past_video_end
 from videotapestry.memory_cache import MemoryCache
 from videotapestry.video import (
@@ -121,11 +122,20 @@ def open_run_context(
         for opened in decoders if owned else []:
             opened.close()
         raise
+    session = service.session()
+    # One prompt_cache_key per video: its file's fingerprint, else the one its memory names.
+    manifest = loaded.memory.manifest
+    identity = (
+        reader.info.fingerprint
+        if reader is not None
+        else (manifest.video_fingerprint if manifest is not None else None)
+    )
+    session.cache_key = video_cache_key(identity) if identity else None
     ctx = RunContext(
         config=config,
         memory=loaded.memory,
         prompts=prompts,
-        session=service.session(),
+        session=session,
         video=reader,
         extra_decoders=decoders[1:],
         frame_workers=frame_workers,

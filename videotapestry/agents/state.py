@@ -132,6 +132,7 @@ DegradationKind = Literal[
     "update_rejected",  # some entries of an update reply were unusable; originals kept
     "answer_fallback",  # the Answer agent gave no usable letter: the letter is a guess
     "follow_up_unresolved",  # "that" in a follow-up had no cited moment to point at
+    "budget_reached",  # a budget (calls, tokens, dollars, seconds) stopped refining early
 ]
 
 

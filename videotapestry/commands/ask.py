@@ -17,6 +17,8 @@ from videotapestry.commands.common import (
     EXIT_DEGRADED,
     EXIT_ERROR,
     AddConfigOptions,
+    add_budget_options,
+    budget_overrides,
     check_key,
     default_trace_path,
     facade,
@@ -59,6 +61,7 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         action="store_true",
         help=f"exit 0 even when the run lost part of the method (default: exit {EXIT_DEGRADED})",
     )
+    add_budget_options(parser)
     add_config(parser)
     parser.set_defaults(handler=run)
 
@@ -72,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _ask(args: argparse.Namespace) -> int:
     flags = ["asr.source=subtitles"] if args.subtitles else []
-    vt = facade(args, *flags)
+    vt = facade(args, *flags, *budget_overrides(args))
     try:
         check_key(vt, args.memory)
         result = await vt.aanswer(

@@ -38,7 +38,9 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         "build-memory",
         help="build a hierarchical memory from a raw video (resumable)",
         description="Build a memory from a video with the configured models. A killed or "
-        "stopped build resumes when run again with the same arguments.",
+        "stopped build resumes when run again with the same arguments; a finished memory that "
+        "is up to date (same video, settings, prompts and models, files unchanged) is kept as "
+        "it is, without running a stage.",
         epilog="exit status: 0 complete, 3 partial (clips failed, video lost), 2 stopped",
     )
     parser.add_argument("video", nargs="?", help="the video file")
@@ -59,7 +61,9 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
     )
     parser.add_argument("--concurrency", type=int, metavar="N", help="model calls in flight")
     parser.add_argument(
-        "--restart", action="store_true", help="discard the checkpoints and start over"
+        "--restart",
+        action="store_true",
+        help="discard the checkpoints and start over (also when the memory is up to date)",
     )
     parser.add_argument(
         "--force",

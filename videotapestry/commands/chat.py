@@ -28,7 +28,9 @@ from videotapestry.commands.common import (
     EXIT_DEGRADED,
     EXIT_ERROR,
     AddConfigOptions,
+    add_budget_options,
     answer_line,
+    budget_overrides,
     check_key,
     citation_lines,
     facade,
@@ -82,6 +84,7 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         action="store_true",
         help=f"exit 0 even when a turn lost part of the method (default: exit {EXIT_DEGRADED})",
     )
+    add_budget_options(parser)
     add_config(parser)
     parser.set_defaults(handler=run)
 
@@ -177,7 +180,7 @@ def _typed_turns() -> Iterator[ChatTurn]:
 
 
 async def _chat(args: argparse.Namespace, scripted: list[ChatTurn] | None) -> int:
-    vt = facade(args)
+    vt = facade(args, *budget_overrides(args))
     degraded = 0
     trace_dir = Path(args.trace_dir)
     try:
@@ -233,7 +236,10 @@ def _show(number: int, result: Result, trace: Path | None, *, as_json: bool) -> 
     if result.asked:
         print(f"    read as: {result.question}")
     print(f"    {answer_line(result)}")
-    for line in citation_lines(result.citations, asked=result.citations_asked):
+    from videotapestry.views.citation_text import stored_texts
+
+    texts = stored_texts(result.levels)
+    for line in citation_lines(result.citations, asked=result.citations_asked, texts=texts):
         print(f"    {line}")
     for warning in result.warnings:
         print(f"    warning: {warning.render()}")

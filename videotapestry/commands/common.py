@@ -17,7 +17,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 EXIT_ERROR = 2
 #: Answered, but the run differs from the method (see ``Result.degraded``).
 EXIT_DEGRADED = 3
+#: An eval run stopped at its budget (``--max-usd``, ``--max-calls``): every finished record
+#: is kept, and the same command with a larger budget asks only the rest.
+EXIT_BUDGET = 4
 
 #: Stopped with Ctrl-C (128 + SIGINT, as shells report it).
 EXIT_INTERRUPTED = 130
@@ -88,6 +91,26 @@ def config_overrides(args: argparse.Namespace, *flag_overrides: str) -> list[str
         overrides.append(f"prompts.override_dir={args.prompts_dir}")
     overrides += flag_overrides
     return overrides
+
+
+def add_budget_options(parser: argparse.ArgumentParser) -> None:
+    """The per-question caps of ``budget`` (SPEC §17) as flags: at a cap, refining stops and
+    the answer comes from what was gathered, recorded as a ``budget_reached`` degradation."""
+    group = parser.add_argument_group("budget per question (default: none, the paper's method)")
+    group.add_argument(
+        "--max-calls", type=int, metavar="N", help="model calls, the answer's included"
+    )
+    group.add_argument("--max-prompt-tokens", type=int, metavar="N", help="prompt tokens sent")
+    group.add_argument("--max-usd", type=float, metavar="USD", help="dollars, from `pricing`")
+    group.add_argument("--max-seconds", type=float, metavar="S", help="seconds of refining")
+
+
+def budget_overrides(args: argparse.Namespace) -> list[str]:
+    """The config keys ``add_budget_options``' flags set."""
+    flags = ("max_calls", "max_prompt_tokens", "max_usd", "max_seconds")
+    return [
+        f"budget.{name}={getattr(args, name)}" for name in flags if getattr(args, name) is not None
+    ]
 
 
 def add_executor_options(parser: argparse.ArgumentParser, *, executor_help: str) -> None:
@@ -209,11 +232,16 @@ def default_trace_path(result: Result) -> Path:
     return Path("videotapestry-traces") / f"{result.question_id}-{stamp}-{result.run_id[:6]}.json"
 
 
-def level_lines(levels: Sequence[LevelOutcome]) -> list[str]:
-    """One line per visited level: candidates, what it looked at, what it handed on."""
+def level_lines(
+    levels: Sequence[LevelOutcome], names: Mapping[str, str] | None = None
+) -> list[str]:
+    """One line per visited level: candidates, what it looked at, what it handed on (each
+    node as ``names`` shows it, ``views.citation_text.node_names``: its time and words)."""
+    names = names or {}
     lines = []
     for outcome in levels:
-        handed = "STOP" if outcome.stop else f"-> {', '.join(outcome.selected_ids)}"
+        chosen = ", ".join(names.get(node, node) for node in outcome.selected_ids)
+        handed = "STOP" if outcome.stop else f"-> {chosen}"
         looks = ", ".join(
             f"{o.kind} {_looked(o.kind, len(o.frame_times) or o.transcript_lines)}"
             + ("" if o.succeeded else " (failed)")
@@ -235,11 +263,14 @@ def _looked(kind: str, count: int) -> str:
     return plural(count, "frame") if kind == "visual" else plural(count, "line")
 
 
-def citation_lines(citations: Sequence[Citation], *, asked: bool = True) -> list[str]:
+def citation_lines(
+    citations: Sequence[Citation], *, asked: bool = True, texts: Mapping[str, str] | None = None
+) -> list[str]:
     """Each cited claim in words, then its sources with their times (``views.citation_text``):
 
     ``claim 1: The code is 4417`` / ``  cites frames at 04:13, 04:17`` / ``  cites on screen
-    at 03:32–04:18: “Door code 4417”``. The ids stay in ``--json``.
+    at 03:32–04:18: “Door code 4417”``; a stored span as its own words (``texts``: the
+    stored nodes' texts, ``views.citation_text.stored_texts``). The ids stay in ``--json``.
     """
     from videotapestry.views.citation_text import claim_text, sources_text
 
@@ -250,7 +281,8 @@ def citation_lines(citations: Sequence[Citation], *, asked: bool = True) -> list
     lines = []
     for n, citation in enumerate(citations, 1):
         lines.append(f"claim {n}: {claim_text(citation.claim)}")
-        lines += [f"  cites {source}" for source in sources_text(citation.sources)]
+        shown = sources_text(citation.sources, texts=texts, claim=citation.claim)
+        lines += [f"  cites {source}" for source in shown]
     return lines
 
 
@@ -270,21 +302,22 @@ def finish(result: Result, trace_path: Path | None, *, as_json: bool, allow_degr
         shown = None if trace_path is None else str(trace_path)
         print(json.dumps({**result.to_dict(), "trace_path": shown}, ensure_ascii=False))
     else:
-        print(answer_line(result))
-        print(f"reasoning: {result.reasoning}")
-        for line in citation_lines(result.citations, asked=result.citations_asked):
-            print(line)
-        for line in level_lines(result.levels):
-            print(line)
-        usage = result.usage
-        cost = (
-            f"cost ${usage.cost_usd:.4f}"
-            if usage.cost_known
-            else f"cost unknown ({usage.unpriced_calls} unpriced calls)"
+        from videotapestry.views.citation_text import (
+            node_names,
+            node_spans,
+            shown_text,
+            stored_texts,
         )
+
+        print(answer_line(result))
+        print(f"reasoning: {shown_text(result.reasoning, node_spans(result))}")
+        texts = stored_texts(result.levels)
+        for line in citation_lines(result.citations, asked=result.citations_asked, texts=texts):
+            print(line)
+        for line in level_lines(result.levels, node_names(result)):
+            print(line)
         print(
-            f"calls {usage.calls}, images {usage.images}, tokens {usage.prompt_tokens}/"
-            f"{usage.completion_tokens}, {cost}, memory ≈{result.memory_tokens} tokens, "
+            f"{result.usage.describe()}, memory ≈{result.memory_tokens} tokens, "
             f"{result.elapsed_s:.1f} s; trace: {trace_path or 'not written'}"
         )
         if result.observation_disabled:

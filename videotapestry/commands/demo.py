@@ -27,6 +27,7 @@ from videotapestry.demo.runner import (
     render_summary,
     run_demo,
 )
+from videotapestry.views.citation_text import stored_texts
 
 EXIT_WRONG = 1
 
@@ -75,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
     def show(outcome: DemoOutcome) -> None:
         if not args.json:
             result = outcome.result
-            cited = citation_lines(result.citations, asked=result.citations_asked)
+            texts = stored_texts(result.levels)
+            cited = citation_lines(result.citations, asked=result.citations_asked, texts=texts)
             print(render_outcome(outcome, cited), flush=True)
 
     async def go():
@@ -146,7 +148,11 @@ def _as_json(report) -> dict:
                 "degraded": [d.render() for d in o.result.degraded],
                 "warnings": [w.render() for w in o.result.warnings],
                 "reasoning": o.result.reasoning,
-                "cited": citation_lines(o.result.citations, asked=o.result.citations_asked),
+                "cited": citation_lines(
+                    o.result.citations,
+                    asked=o.result.citations_asked,
+                    texts=stored_texts(o.result.levels),
+                ),
                 "citations": [c.model_dump(mode="json") for c in o.result.citations],
             }
             for o in report.outcomes

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from videotapestry.commands.common import (
+    EXIT_BUDGET,
     EXIT_DEGRADED,
     EXIT_ERROR,
     AddConfigOptions,
@@ -178,6 +179,27 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         action="store_true",
         help=f"exit 0 instead of {EXIT_DEGRADED} when some answer lost part of the method",
     )
+    parser.add_argument(
+        "--max-usd",
+        type=float,
+        metavar="USD",
+        help="the whole run's budget in dollars (from `pricing`, the records kept from earlier "
+        f"invocations included): no question starts past it; exit {EXIT_BUDGET}, and the "
+        "same command with a larger budget asks the rest. Per question: -o budget.max_usd=",
+    )
+    parser.add_argument(
+        "--max-calls",
+        type=int,
+        metavar="N",
+        help="the whole run's budget in model calls (judge calls included), as --max-usd",
+    )
+    parser.add_argument(
+        "--budgets",
+        metavar="B,...",
+        help="accuracy against cost: answer the questions once per per-question budget "
+        "(calls=N, tokens=N, usd=X, seconds=S, joined with + for several, or none), each in "
+        "RUN/budget-<label>/, then write RUN/accuracy_cost.md and .png with the Pareto front",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     add_config(parser)
     parser.set_defaults(handler=run)
@@ -203,6 +225,8 @@ def run(args: argparse.Namespace) -> int:
             "eval needs " + ", ".join(f"--{flag}" for flag in missing) + " (or --list)"
         )
     check_spec(spec)
+    if args.budgets:
+        return _sweep(args, spec, questions)
     try:
         return asyncio.run(_evaluate(args, spec, questions))
     except KeyboardInterrupt:
@@ -240,6 +264,7 @@ def _command(args: argparse.Namespace) -> tuple[str, ...]:
 
 def _options(args: argparse.Namespace) -> RunnerOptions:
     """How questions are answered: the same flags for a new run and a rerun."""
+    from videotapestry.eval.run_budget import RunBudget
     from videotapestry.eval.runner import RunnerOptions
 
     return RunnerOptions(
@@ -249,6 +274,7 @@ def _options(args: argparse.Namespace) -> RunnerOptions:
         retry_failed=not args.keep_failed,
         stop_after_same_failures=args.stop_after,
         freeze_loaded_objects=True,
+        budget=RunBudget(max_usd=args.max_usd, max_calls=args.max_calls),
     )
 
 
@@ -330,12 +356,39 @@ def _ids(values: Sequence[str]) -> set[str]:
     return ids
 
 
+def _sweep(args: argparse.Namespace, spec: EvalSpec, questions: list[EvalQuestion]) -> int:
+    """One run per budget of ``--budgets``, then the accuracy-cost table over them; the
+    worst exit status of the runs."""
+    from dataclasses import replace
+
+    from videotapestry.eval.cost_sweep import parse_budgets, write_accuracy_cost
+
+    points = parse_budgets(args.budgets)
+    runs: dict[str, Path] = {}
+    statuses = []
+    for point in points:
+        run_dir = point.run_dir(spec.out)
+        print(f"== budget {point.label}: {run_dir}", file=sys.stderr, flush=True)
+        try:
+            status = asyncio.run(
+                _evaluate(args, replace(spec, out=run_dir), questions, budget=point.overrides)
+            )
+        except KeyboardInterrupt:
+            return interrupted("every finished question is saved, run the same command again")
+        statuses.append(status)
+        runs[point.label] = run_dir
+    for path in write_accuracy_cost(spec.out, runs):
+        print(f"accuracy against cost: {path}")
+    return max(statuses, default=0)
+
+
 async def _evaluate(
     args: argparse.Namespace,
     spec: EvalSpec,
     questions: list[EvalQuestion],
     *,
     config: Config | None = None,
+    budget: Sequence[str] = (),
 ) -> int:
     """Answer ``questions`` with the options' config, or with ``config`` (a rerun's)."""
     from videotapestry.eval.session import run_evaluation, with_variants
@@ -347,7 +400,7 @@ async def _evaluate(
         vt = VideoTapestry(config)
     else:
         subtitles = ["asr.source=subtitles"] if args.subtitles else []
-        vt = facade(args, *subtitles, *executor_overrides(args))
+        vt = facade(args, *subtitles, *executor_overrides(args), *budget)
     spec = with_variants(spec, vt.config.variant)
     limit = vt.config.models.max_concurrency_per_endpoint
     if args.concurrency > limit:
@@ -454,6 +507,14 @@ def _summary(outcome: RunOutcome, run_dir: Path, *, allow_degraded: bool) -> int
         )
     if outcome.torn_lines:
         print("(the torn last line of an interrupted run was dropped)", file=sys.stderr)
+    if outcome.budget_reached:
+        print(
+            f"videotapestry: the run stopped: {outcome.stopped}; {len(outcome.skipped)} "
+            "question(s) not asked, every finished record kept. The same command with a "
+            "larger --max-usd / --max-calls asks only the rest",
+            file=sys.stderr,
+        )
+        return EXIT_BUDGET
     if outcome.stopped:
         print(f"videotapestry: error: the run stopped early: {outcome.stopped}", file=sys.stderr)
         return EXIT_ERROR

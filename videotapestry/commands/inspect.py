@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _inspect_trace(args: argparse.Namespace) -> int:
     """A saved run: a short summary (or its result as JSON), and with ``--html`` its page."""
+    from videotapestry.views.citation_text import node_names
     from videotapestry.views.trace_data import load_question_trace
     from videotapestry.views.trace_html import question_page, thumbnails_for
 
@@ -79,19 +80,13 @@ def _inspect_trace(args: argparse.Namespace) -> int:
     chosen = next((o for o in trace.options if option_label(o) == trace.answer), "")
     print(f"question {trace.question_id}: {trace.question}")
     print(f"answer: {trace.answer}  {chosen}  ({trace.answer_source}, variant {trace.variant})")
-    for line in level_lines(trace.levels):
+    for line in level_lines(trace.levels, node_names(trace)):
         print(line)
     for warning in trace.warnings:
         print(f"  warning: {warning.render()}")
     for degradation in trace.degraded:
         print(f"  degraded: {degradation.render()}")
-    usage = trace.usage.to_dict()
-    cost = "unknown" if usage.get("cost_usd") is None else f"${usage['cost_usd']:.4f}"
-    print(
-        f"calls {usage.get('calls', 0)}, images {usage.get('images', 0)}, tokens "
-        f"{usage.get('prompt_tokens', 0)}/{usage.get('completion_tokens', 0)}, cost {cost}, "
-        f"memory ≈{trace.memory_tokens} tokens"
-    )
+    print(f"{trace.usage.describe()}, memory ≈{trace.memory_tokens} tokens")
     if args.html:
         print(f"wrote {args.html}")
     return 0

@@ -1,9 +1,10 @@
 """Run configuration: one validated ``Config`` per run, its sections and how it is loaded.
 
 Each section's settings live in the module named after it (``models``, ``agents``, ``asr``,
-``video``, ``retrieval``, ``builder``, ``executor``, ``serve``), the root in ``run`` and the
-layering of files, profiles and overrides in ``loading``. Import from here: the names below are the
-package's public face, and the modules behind them may be rearranged.
+``video``, ``retrieval``, ``budget``, ``builder``, ``executor``, ``serve``), the root in
+``run`` and the layering of files, profiles and overrides in ``loading``. Import from here:
+the names below are the package's public face, and the modules behind them may be
+rearranged.
 """
 
 from videotapestry.config.agents import (
@@ -17,6 +18,7 @@ from videotapestry.config.agents import (
 )
 from videotapestry.config.asr import AsrConfig
 from videotapestry.config.base import StrictModel
+from videotapestry.config.budget import BudgetConfig
 from videotapestry.config.builder import (
     BuilderClipSettings,
     BuilderConfig,
@@ -70,6 +72,7 @@ __all__ = [
     "AgentsConfig",
     "AnswerConfig",
     "AsrConfig",
+    "BudgetConfig",
     "BuilderClipSettings",
     "BuilderConfig",
     "BuilderEntitySettings",

@@ -88,6 +88,12 @@ class ModelSettings(StrictModel):
         "fake test server and proxies that route by role; off, an endpoint sees only what "
         "the SDK sends",
     )
+    prompt_cache_key: bool = Field(
+        False,
+        description="send OpenAI's prompt_cache_key with each call, one key per video (from "
+        "its fingerprint), so the calls of a video reach the servers holding its prompt "
+        "prefixes; false sends none (a server may refuse a field it does not know)",
+    )
 
 
 def _all_optional(model: type[BaseModel], name: str) -> type[BaseModel]:
@@ -144,6 +150,12 @@ class Price(StrictModel):
 
     input_per_mtok: float = Field(ge=0)
     output_per_mtok: float = Field(ge=0)
+    cached_input_per_mtok: float | None = Field(
+        None,
+        ge=0,
+        description="prompt tokens the provider served from its prefix cache; null bills them "
+        "at input_per_mtok (never less than the provider may charge)",
+    )
 
 
 class CacheConfig(StrictModel):

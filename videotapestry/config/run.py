@@ -10,6 +10,7 @@ from pydantic import AfterValidator, Field
 from videotapestry.config.agents import AgentsConfig, AnswerConfig
 from videotapestry.config.asr import AsrConfig
 from videotapestry.config.base import StrictModel
+from videotapestry.config.budget import BudgetConfig
 from videotapestry.config.builder import BuilderConfig
 from videotapestry.config.executor import ExecutorConfig
 from videotapestry.config.models import CacheConfig, ModelsConfig, Price
@@ -73,6 +74,7 @@ class Config(StrictModel):
     evidence: EvidenceConfig = EvidenceConfig()
     prompts: PromptsConfig = PromptsConfig()
     question: QuestionConfig = QuestionConfig()
+    budget: BudgetConfig = BudgetConfig()
     builder: BuilderConfig = BuilderConfig()
     executor: ExecutorConfig = ExecutorConfig()
     serve: ServeConfig = ServeConfig()

@@ -5,10 +5,10 @@ memory builder over the shipped sample video, then the full method for every shi
 question — and prints what a researcher would check first: the answer, whether it is right,
 the levels visited and the moments (frames, transcript lines) the answer rests on. With the
 offline profile nothing needs a key or a download. The memory and the model replies are
-cached in the user cache directory, one cache per installation (version and checkout), and
-a memory the demo built is used again as long as its stamp (``build_stamp``: the video's
-fingerprint, the settings, prompts and models it was built with) is unchanged, so a second
-run rebuilds nothing, repeats no call and checks the memory in milliseconds.
+cached in the user cache directory, one cache per installation (version and checkout). The
+builder keeps a memory that is up to date (its build stamp: the video's fingerprint, the
+settings, prompts and models it was built with, its files as written), so a second run
+rebuilds nothing, repeats no call and checks the memory in a fraction of a second.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from videotapestry.contracts.fields import parse_seconds
 from videotapestry.errors import VideoTapestryError
 from videotapestry.question import option_body, option_letters
 from videotapestry.timecode import format_timestamp
-from videotapestry.views.citation_text import plain_text, span_text
+from videotapestry.views.citation_text import node_spans, plain_text, shown_text, span_text
 
 if TYPE_CHECKING:
     from videotapestry.api import VideoTapestry
@@ -213,17 +213,12 @@ async def run_demo(
 ) -> DemoReport:
     """Build (or reuse) the sample's memory, then answer every question with ``vt``."""
     started = time.perf_counter()
-    # A memory this demo built with everything it depends on unchanged (``build_stamp``) is
-    # used as it is; otherwise the builder runs, whose checkpoints redo only what changed.
-    stamp = build_stamp(vt, sample.video)
-    build_calls = 0
-    if rebuild or not memory_is_current(memory_dir, stamp):
-        build = await vt.abuild_memory(sample.video, memory_dir, restart=rebuild, progress=progress)
-        build_calls = int(build.report.usage.get("calls", 0)) - int(
-            build.report.usage.get("cached_calls", 0)
-        )
-        if not build.partial:
-            record_stamp(memory_dir, stamp)
+    # The builder returns an up-to-date memory as it is, and otherwise redoes through its
+    # checkpoints only what changed.
+    build = await vt.abuild_memory(sample.video, memory_dir, restart=rebuild, progress=progress)
+    build_calls = int(build.report.usage.get("calls", 0)) - int(
+        build.report.usage.get("cached_calls", 0)
+    )
     build_s = time.perf_counter() - started
     outcomes: list[DemoOutcome] = []
     answering = time.perf_counter()
@@ -262,71 +257,6 @@ async def run_demo(
     return report
 
 
-def build_stamp(vt: VideoTapestry, video: Path) -> str:
-    """A digest of what the demo's memory of ``video`` is made from: the video's fingerprint,
-    the package and builder versions, the configuration (less where replies are cached and
-    how work is spread: ``cache``, ``executor``, ``serve``, ``pricing``), the builder
-    prompts and the builder models' revisions (the offline model's rules). Reads no model
-    and no memory: a cached memory is checked in milliseconds."""
-    import videotapestry
-    from memory_builders.report import BUILDER_VERSION
-    from videotapestry.contracts.builder import BUILDER_PROMPT_ROLES
-    from videotapestry.prompts import short_hash
-    from videotapestry.trace import without_url_credentials
-    from videotapestry.video import fingerprint
-
-    config = without_url_credentials(vt.config.model_dump(mode="json"))
-    for unrelated in ("cache", "executor", "serve", "pricing"):
-        config.pop(unrelated, None)
-    roles = sorted(set(BUILDER_PROMPT_ROLES.values()))
-    parts = {
-        "video": fingerprint(video),
-        "package": videotapestry.__version__,
-        "builder": BUILDER_VERSION,
-        "config": config,
-        "prompts": {name: vt.prompts.source(name) for name in sorted(BUILDER_PROMPT_ROLES)},
-        "revisions": {role: vt.service.revision_for(role) for role in roles},
-    }
-    return short_hash(json.dumps(parts, sort_keys=True, default=str))
-
-
-def memory_is_current(memory_dir: Path, stamp: str) -> bool:
-    """Whether ``memory_dir`` holds the complete memory this demo built with ``stamp``: the
-    stamp recorded beside it after that build, and the memory's manifest still the one that
-    build wrote (another build into the folder writes a new one)."""
-    try:
-        recorded = json.loads(_stamp_path(memory_dir).read_text(encoding="utf-8"))
-        manifest = json.loads((memory_dir / "manifest.json").read_text(encoding="utf-8"))
-        build = manifest.get("build") or {}
-        return (
-            recorded.get("stamp") == stamp
-            and recorded.get("created") == manifest.get("created")
-            and recorded.get("video_fingerprint") == manifest.get("video_fingerprint")
-            and build.get("status") == "complete"
-            and not build.get("partial")
-        )
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-def record_stamp(memory_dir: Path, stamp: str) -> None:
-    """Note beside a finished memory which ``build_stamp`` it was built with."""
-    manifest = json.loads((memory_dir / "manifest.json").read_text(encoding="utf-8"))
-    record = {
-        "stamp": stamp,
-        "created": manifest.get("created"),
-        "video_fingerprint": manifest.get("video_fingerprint"),
-    }
-    path = _stamp_path(memory_dir)
-    partial = path.with_name(path.name + ".tmp")
-    partial.write_text(json.dumps(record), encoding="utf-8")
-    partial.replace(path)
-
-
-def _stamp_path(memory_dir: Path) -> Path:
-    return memory_dir.with_name(f"{memory_dir.name}.stamp.json")
-
-
 def render_outcome(outcome: DemoOutcome, cited: Sequence[str] = ()) -> str:
     """A few lines per question: answer, right or wrong, levels, the times the answer cites
     (``cited``, as the command renders a result's citations), evidence, degradations."""
@@ -349,7 +279,8 @@ def render_outcome(outcome: DemoOutcome, cited: Sequence[str] = ()) -> str:
     if not (evidence.frames or evidence.speech or evidence.memory):
         lines.append("  evidence: nothing observed or stored names this option")
     if result.reasoning:
-        lines.append(f"  because: {_shorten(result.reasoning, 200)}")
+        because = shown_text(result.reasoning, node_spans(result))
+        lines.append(f"  because: {_shorten(because, 200)}")
     lines.extend(f"  warning: {w.render()}" for w in result.warnings)
     lines.extend(f"  degraded: {d.render()}" for d in result.degraded)
     return "\n".join(lines)

@@ -23,6 +23,7 @@ from typing import Any
 
 from videotapestry.errors import VideoTapestryError
 from videotapestry.eval.grounding import GroundingScore, score
+from videotapestry.eval.metrics import UsageStats, unpriced_text, usage
 from videotapestry.eval.records import ResultRecord
 from videotapestry.eval.run_reader import RunInfo, latest, read_run_info_if_present, require_records
 from videotapestry.eval.run_writer import flatten
@@ -146,6 +147,9 @@ class VariantComparison:
     #: Paired questions whose gold letter differs between the runs (other annotations?).
     gold_differs: list[str]
     grounding: GroundingComparison | None = None
+    #: What the paired questions cost in each run, so a gain is read beside its price.
+    usage_a: UsageStats = field(default_factory=UsageStats)
+    usage_b: UsageStats = field(default_factory=UsageStats)
 
     @property
     def paired(self) -> int:
@@ -173,6 +177,8 @@ class VariantComparison:
             "only_in_b": list(self.only_in_b),
             "gold_differs": list(self.gold_differs),
             "grounding": None if self.grounding is None else self.grounding.to_dict(),
+            "usage_a": self.usage_a.to_dict(),
+            "usage_b": self.usage_b.to_dict(),
         }
 
 
@@ -258,6 +264,8 @@ def compare_records(
             if (a[q].gold, a[q].reference_answer) != (b[q].gold, b[q].reference_answer)
         ],
         grounding=compare_grounding(a, b),
+        usage_a=usage(a[q] for q in paired),
+        usage_b=usage(b[q] for q in paired),
     )
 
 
@@ -413,6 +421,7 @@ def _variant_lines(v: VariantComparison) -> list[str]:
     lines.append(
         f"  accuracy A {_pct(v.accuracy_a)}, B {_pct(v.accuracy_b)}, B - A {diff:+.1f} points"
     )
+    lines.append(f"  cost per question A {_cost(v.usage_a)}; B {_cost(v.usage_b)}")
     t = v.test
     lines.append(
         f"  both right {v.both_right}, both wrong {v.both_wrong}, right only in A {t.a_only}, "
@@ -454,6 +463,18 @@ def _grounding_lines(g: GroundingComparison) -> list[str]:
         f"  missed in A, hit in B ({len(g.became_hit)}): {_ids(g.became_hit)}",
         f"  hit in A, missed in B ({len(g.lost_hit)}): {_ids(g.lost_hit)}",
     ]
+
+
+def _cost(u: UsageStats) -> str:
+    """Mean dollars, calls and prompt tokens per question; unpriced is named, never $0."""
+    if u.questions == 0:
+        return "no finished question"
+    dollars = (
+        unpriced_text(u.unpriced_questions)
+        if u.unpriced_questions
+        else f"${u.cost_usd_mean or 0.0:.4f}"
+    )
+    return f"{dollars}, {u.calls or 0:.1f} calls, {u.prompt_tokens or 0:,.0f} prompt tokens"
 
 
 def _pct(acc: Accuracy) -> str:

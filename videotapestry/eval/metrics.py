@@ -99,6 +99,11 @@ class Spread:
         return {"n": self.n, "mean": self.mean, "p50": self.p50, "p95": self.p95}
 
 
+def unpriced_text(questions: int) -> str:
+    """What a cost column shows for questions whose cost is unknown: never a dollar figure."""
+    return f"unpriced ({questions} question{'s' * (questions != 1)})"
+
+
 @dataclass(frozen=True)
 class UsageStats:
     """Per-question means over finished questions (a failed question spent calls too).
@@ -114,6 +119,11 @@ class UsageStats:
     images: float | None = None
     prompt_tokens: float | None = None
     completion_tokens: float | None = None
+    #: Means per question: prompt tokens the provider served from its cache, reasoning
+    #: tokens, and seconds spent waiting on the model.
+    cached_prompt_tokens: float | None = None
+    reasoning_tokens: float | None = None
+    model_s: float | None = None
     cost_usd_mean: float | None = None
     cost_usd_total: float | None = None
     unpriced_questions: int = 0
@@ -131,6 +141,9 @@ class UsageStats:
             "images": self.images,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "model_s": self.model_s,
             "cost_usd_mean": self.cost_usd_mean,
             "cost_usd_total": self.cost_usd_total,
             "unpriced_questions": self.unpriced_questions,
@@ -282,6 +295,9 @@ def usage(records: Iterable[ResultRecord]) -> UsageStats:
         images=_mean([r.usage.images for r in finished]),
         prompt_tokens=_mean([r.usage.prompt_tokens for r in finished]),
         completion_tokens=_mean([r.usage.completion_tokens for r in finished]),
+        cached_prompt_tokens=_mean([r.usage.cached_prompt_tokens for r in finished]),
+        reasoning_tokens=_mean([r.usage.reasoning_tokens for r in finished]),
+        model_s=_mean([r.usage.latency_s for r in finished]),
         cost_usd_mean=None if unpriced else _mean(known),
         cost_usd_total=None if unpriced else sum(known),
         unpriced_questions=unpriced,

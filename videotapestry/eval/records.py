@@ -33,6 +33,10 @@ class RecordUsage(BaseModel):
     completion_tokens: int = 0
     cost_usd: float | None = 0.0
     latency_s: float = 0.0
+    #: Of ``prompt_tokens``, those the provider served from its prefix cache.
+    cached_prompt_tokens: int = 0
+    #: Of ``completion_tokens``, those spent on hidden reasoning.
+    reasoning_tokens: int = 0
 
 
 #: The name a record gives the offline profile's judge: a rule (key terms and embedding

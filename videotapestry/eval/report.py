@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from videotapestry.eval.grounding import IOU_THRESHOLDS, EvidenceTally, Grounding, evidence_tally
-from videotapestry.eval.metrics import Accuracy, VariantMetrics, metrics_by_variant
+from videotapestry.eval.metrics import (
+    Accuracy,
+    VariantMetrics,
+    metrics_by_variant,
+    unpriced_text,
+)
 from videotapestry.eval.records import OFFLINE_JUDGE
 from videotapestry.eval.run_reader import (
     RUN_FILE,
@@ -413,7 +418,9 @@ def _usage_table(variants: dict[str, VariantMetrics]) -> list[str]:
         "Calls",
         "Images",
         "Prompt tokens",
+        "Cached prompt tokens",
         "Completion tokens",
+        "Model s",
         "Cost (USD)",
         "Latency mean (s)",
         "p50 (s)",
@@ -424,7 +431,7 @@ def _usage_table(variants: dict[str, VariantMetrics]) -> list[str]:
     for name, m in variants.items():
         u = m.usage
         cost = (
-            f"unknown ({u.unpriced_questions} unpriced)"
+            unpriced_text(u.unpriced_questions)
             if u.unpriced_questions
             else _num(u.cost_usd_mean, 4)
         )
@@ -435,7 +442,9 @@ def _usage_table(variants: dict[str, VariantMetrics]) -> list[str]:
                 _num(u.calls, 1),
                 _num(u.images, 1),
                 _int(u.prompt_tokens),
+                _int(u.cached_prompt_tokens),
                 _int(u.completion_tokens),
+                _num(u.model_s, 1),
                 cost,
                 _num(u.latency_s.mean, 2),
                 _num(u.latency_s.p50, 2),

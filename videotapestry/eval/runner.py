@@ -80,6 +80,7 @@ from videotapestry.eval.judging import Judge, needs_judge
 from videotapestry.eval.provenance import merge_models, served_models, video_prints
 from videotapestry.eval.questions import EvalQuestion
 from videotapestry.eval.records import Judgement, RecordUsage, ResultRecord
+from videotapestry.eval.run_budget import RunBudget, run_budget_reason, run_spent
 from videotapestry.eval.run_reader import Key, VideoPrints, latest, read_records
 from videotapestry.eval.run_writer import RunDirectory
 from videotapestry.files import disk_full_named
@@ -148,6 +149,9 @@ class RunnerOptions:
     #: only the questions' own objects; everything is unfrozen when the run ends.
     #: Process-wide, so the command sets it, not the library's default.
     freeze_loaded_objects: bool = False
+    #: The whole run's cap (``--max-usd``, ``--max-calls``): once its records have spent it,
+    #: no further question starts; those in flight finish and every record is kept.
+    budget: RunBudget = field(default_factory=RunBudget)
 
 
 @dataclass
@@ -163,6 +167,8 @@ class RunOutcome:
     #: Why the run stopped early (None when every question was attempted).
     stopped: str | None = None
     torn_lines: int = 0
+    #: True when ``stopped`` is the run's budget, which a rerun with a larger one resumes.
+    budget_reached: bool = False
 
     def of_variant(self, variant: str) -> list[ResultRecord]:
         return [r for (v, _), r in self.records.items() if v == variant]
@@ -237,6 +243,7 @@ class EvalRunner:
         self._judge = Judge(vt.config, vt.prompts, vt.service)
         self._latest: dict[Key, ResultRecord] = {}
         self._stop: str | None = None
+        self._budget_stop = False
         self._first: dict[str, list[tuple[tuple[str, str] | None, Path]]] = {}
         self._builds: dict[Path, asyncio.Task] = {}
         self._build_slot: asyncio.Semaphore | None = None
@@ -287,6 +294,7 @@ class EvalRunner:
     async def run(self, questions: Sequence[EvalQuestion]) -> RunOutcome:
         read = read_records(self.run_dir.path)
         self._latest = latest(read.records)
+        self._check_budget()
         plan = self.plan(questions)
         if self.on_plan is not None:
             self.on_plan(plan.units, plan.reused)
@@ -316,13 +324,17 @@ class EvalRunner:
                 gc.unfreeze()
         await self._record_run_end(questions)
         keys = [(v, q.id) for q in questions for v in self.variants]
+        records = {key: self._latest[key] for key in keys if key in self._latest}
+        # A budget spent by the last question stopped nothing: every question was asked.
+        cut = self._budget_stop and any(r.status == "skipped" for r in records.values())
         return RunOutcome(
-            records={key: self._latest[key] for key in keys if key in self._latest},
+            records=records,
             variants=self.variants,
             written=self._written,
             reused=plan.reused,
-            stopped=self._stop,
+            stopped=None if self._budget_stop and not cut else self._stop,
             torn_lines=read.torn_lines + int(self.run_dir.torn_bytes > 0),
+            budget_reached=cut,
         )
 
     async def _record_run_end(self, questions: Sequence[EvalQuestion]) -> None:
@@ -598,8 +610,19 @@ class EvalRunner:
         await asyncio.to_thread(self._persist, record, result)
         self._latest[record.key] = record
         self._written += 1
+        self._check_budget()
         if self.on_record is not None:
             self.on_record(record)
+
+    def _check_budget(self) -> None:
+        """Stop starting questions once the run's records have spent its budget."""
+        budget = self.options.budget
+        if not budget.limited or self._stop is not None:
+            return
+        reason = run_budget_reason(budget, run_spent(self._latest.values()))
+        if reason is not None:
+            self._halt(reason)
+            self._budget_stop = True
 
     def _unchanged_failure(self, record: ResultRecord) -> bool:
         """A retried failure that cost nothing and failed the same way adds no line."""

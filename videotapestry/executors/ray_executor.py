@@ -42,6 +42,7 @@ from videotapestry.executors.base import (
     OnOutcome,
     discard_checkpoints,
 )
+from videotapestry.llm import UsageSummary
 
 if TYPE_CHECKING:
     from videotapestry.api import VideoTapestry
@@ -411,9 +412,7 @@ class _VideoBar:
         self.total = total
         self.enabled = enabled
         self.bar: Any = None
-        self.calls = 0
-        self.cost = 0.0
-        self.unpriced = False
+        self.usage = UsageSummary()
         self.started = time.perf_counter()
 
     def __enter__(self) -> _VideoBar:
@@ -429,13 +428,11 @@ class _VideoBar:
 
     def add(self, outcome: BuildOutcome) -> None:
         if outcome.report is not None:
-            usage = outcome.report.usage or {}
-            self.calls += int(usage.get("calls", 0))
-            self.cost += float(usage.get("cost_usd", 0.0) or 0.0)
-            self.unpriced = self.unpriced or bool(usage.get("unpriced_calls"))
+            self.usage.merge(UsageSummary.from_dict(outcome.report.usage or {}))
         if self.bar is not None:
-            cost = "?" if self.unpriced else f"${self.cost:.3f}"
-            self.bar.set_postfix_str(f"calls {self.calls}, {cost}", refresh=False)
+            self.bar.set_postfix_str(
+                f"calls {self.usage.calls}, {self.usage.cost_text(3)}", refresh=False
+            )
             self.bar.update(1)
 
     def __exit__(self, *exc: Any) -> None:

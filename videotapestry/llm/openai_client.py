@@ -141,6 +141,9 @@ class OpenAICompatibleClient:
             kwargs["max_completion_tokens"] = settings.max_tokens
         if settings.extra_body:
             kwargs["extra_body"] = dict(settings.extra_body)
+        cache_key = request.cache_key if settings.prompt_cache_key else None
+        if cache_key and "prompt_cache_key" not in settings.extra_body:
+            kwargs["prompt_cache_key"] = cache_key  # one per video (``prefix_cache``)
 
         modes = self._modes_to_try(request)
         for index, mode in enumerate(modes):
@@ -181,10 +184,7 @@ class OpenAICompatibleClient:
         return ModelResponse(
             text=choices[0].message.content or "",
             model=getattr(completion, "model", None) or request.settings.model,
-            usage=TokenUsage(
-                prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            ),
+            usage=reported_usage(usage),
             finish_reason=choices[0].finish_reason,
             json_mode=mode,
         )
@@ -349,3 +349,38 @@ def _error_message(exc: openai.APIStatusError) -> str:
         if isinstance(inner, str):
             return inner
     return str(getattr(exc, "message", exc))
+
+
+def reported_usage(usage: Any) -> TokenUsage:
+    """The token counts of a completion's ``usage``; absent or null fields count 0.
+
+    Cached prompt tokens come from ``prompt_tokens_details.cached_tokens`` (OpenAI's prefix
+    cache, vLLM and SGLang with prefix caching) and reasoning tokens from
+    ``completion_tokens_details.reasoning_tokens``; servers that report neither give 0.
+    """
+
+    def count(source: Any, name: str) -> int:
+        value = getattr(source, name, None)
+        if value is None and isinstance(source, dict):
+            value = source.get(name)
+        try:
+            return max(0, int(value or 0))
+        except (TypeError, ValueError):
+            return 0
+
+    def details(name: str) -> Any:
+        value = getattr(usage, name, None)
+        if value is None and isinstance(usage, dict):
+            value = usage.get(name)
+        return value
+
+    prompt = count(usage, "prompt_tokens")
+    completion = count(usage, "completion_tokens")
+    return TokenUsage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cached_prompt_tokens=min(prompt, count(details("prompt_tokens_details"), "cached_tokens")),
+        reasoning_tokens=min(
+            completion, count(details("completion_tokens_details"), "reasoning_tokens")
+        ),
+    )

@@ -46,6 +46,7 @@ from videotapestry.errors import (
     VideoTapestryError,
 )
 from videotapestry.images import ImagePart
+from videotapestry.llm.budget import ANSWERING_ROLES, BudgetReached, Spent, budget_reason
 from videotapestry.llm.cache import ResponseCache, request_key
 from videotapestry.llm.client import (
     ClientFactory,
@@ -360,6 +361,13 @@ class ModelSession:
         self.trace = trace
         self.usage = usage
         self.progress = progress
+        #: The question's caps (``budget``); checked before each refining call.
+        self.budget = service.config.budget
+        #: The video's ``prompt_cache_key`` (``prefix_cache.video_cache_key``) its requests
+        #: carry; None: none (set by whoever knows the video, ``run_setup``).
+        self.cache_key: str | None = None
+        self._in_flight = 0
+        self._first_call_at: float | None = None
 
     def request(
         self,
@@ -388,6 +396,7 @@ class ModelSession:
             prompt_name=prompt.name,
             prompt_hash=prompt.hash,
             level=level,
+            cache_key=self.cache_key,
         )
 
     async def complete(
@@ -465,10 +474,25 @@ class ModelSession:
         response, _ = await self._send_traced(request)
         return response
 
+    def _check_budget(self, request: ModelRequest) -> None:
+        """Raise ``BudgetReached`` instead of a refining call the budget no longer allows."""
+        if not self.budget.limited or request.role in ANSWERING_ROLES:
+            return
+        now = time.monotonic()
+        elapsed = 0.0 if self._first_call_at is None else now - self._first_call_at
+        reason = budget_reason(self.budget, Spent(self.usage.summary(), self._in_flight, elapsed))
+        if reason is not None:
+            self.trace.note("budget_reached", role=request.role, level=request.level, why=reason)
+            raise BudgetReached(reason, role=request.role, level=request.level)
+
     async def _send_traced(
         self, request: ModelRequest, *, checked: bool = False, fresh: bool = False
     ) -> tuple[ModelResponse, TraceEvent]:
+        self._check_budget(request)
+        if self._first_call_at is None:
+            self._first_call_at = time.monotonic()
         started = time.time()
+        self._in_flight += 1
         try:
             response = await self.service._send(request, self._report, checked=checked, fresh=fresh)
         except ModelCallError as exc:
@@ -479,6 +503,8 @@ class ModelSession:
             # it is counted as a failed call, not dropped.
             self._account(request, None, started, error=exc)
             raise
+        finally:
+            self._in_flight -= 1
         return response, self._account(request, response, started)
 
     def _account(
@@ -509,7 +535,10 @@ class ModelSession:
                 0.0
                 if response.cached
                 else self.service.prices.cost(
-                    settings.model, response.usage.prompt_tokens, response.usage.completion_tokens
+                    settings.model,
+                    response.usage.prompt_tokens,
+                    response.usage.completion_tokens,
+                    response.usage.cached_prompt_tokens,
                 )
             )
             usage = UsageRecord(
@@ -522,6 +551,8 @@ class ModelSession:
                 cached=response.cached,
                 cost_usd=cost,
                 level=request.level,
+                cached_prompt_tokens=response.usage.cached_prompt_tokens,
+                reasoning_tokens=response.usage.reasoning_tokens,
             )
         self.usage.record(usage)
         self.service.usage.record(usage)
@@ -548,6 +579,8 @@ class ModelSession:
                 "model": usage.model,
                 "prompt_tokens": usage.prompt_tokens,
                 "completion_tokens": usage.completion_tokens,
+                "cached_prompt_tokens": usage.cached_prompt_tokens,
+                "reasoning_tokens": usage.reasoning_tokens,
                 "images": usage.images,
                 "cached": usage.cached,
                 "cost_usd": usage.cost_usd,

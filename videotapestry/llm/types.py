@@ -40,6 +40,9 @@ class ModelRequest:
     prompt_name: str | None = None
     prompt_hash: str | None = None
     level: str | None = None
+    #: OpenAI's ``prompt_cache_key``: one per video (``prefix_cache.video_cache_key``), sent
+    #: when the role's ``prompt_cache_key`` setting is on; None sends none.
+    cache_key: str | None = None
 
     @property
     def image_count(self) -> int:
@@ -54,13 +57,23 @@ class ModelRequest:
             prompt_name=self.prompt_name,
             prompt_hash=self.prompt_hash,
             level=self.level,
+            cache_key=self.cache_key,
         )
 
 
 @dataclass
 class TokenUsage:
+    """What the provider reported for one call.
+
+    ``cached_prompt_tokens`` is the part of ``prompt_tokens`` the provider served from its
+    prefix cache (billed at the cached-input price); ``reasoning_tokens`` is the part of
+    ``completion_tokens`` spent on hidden reasoning (already inside ``completion_tokens``).
+    """
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 @dataclass

@@ -29,6 +29,10 @@ class UsageRecord:
     cost_usd: float | None
     level: str | None = None
     error: str | None = None
+    #: Of ``prompt_tokens``, those the provider served from its prefix cache.
+    cached_prompt_tokens: int = 0
+    #: Of ``completion_tokens``, those spent on hidden reasoning.
+    reasoning_tokens: int = 0
 
 
 @dataclass
@@ -42,6 +46,8 @@ class UsageSummary:
     latency_s: float = 0.0
     cost_usd: float = 0.0
     unpriced_calls: int = 0
+    cached_prompt_tokens: int = 0
+    reasoning_tokens: int = 0
     by_role: dict[str, UsageSummary] = field(default_factory=dict)
 
     def add(self, record: UsageRecord) -> None:
@@ -54,6 +60,8 @@ class UsageSummary:
         self.failed_calls += int(record.error is not None)
         self.prompt_tokens += record.prompt_tokens
         self.completion_tokens += record.completion_tokens
+        self.cached_prompt_tokens += record.cached_prompt_tokens
+        self.reasoning_tokens += record.reasoning_tokens
         self.images += record.images
         self.latency_s += record.latency_s
         if record.cost_usd is None:
@@ -61,10 +69,72 @@ class UsageSummary:
         else:
             self.cost_usd += record.cost_usd
 
+    def merge(self, other: UsageSummary) -> None:
+        """Add ``other``'s totals (and its roles') to this one: a run's usage over its parts."""
+        self._merge_flat(other)
+        for role, summary in other.by_role.items():
+            self.by_role.setdefault(role, UsageSummary())._merge_flat(summary)
+
+    def scaled(self, factor: float) -> UsageSummary:
+        """These totals times ``factor`` (counts rounded), e.g. a build's per video-hour; the
+        roles are left out."""
+        scaled = UsageSummary()
+        for name in _SUMMED:
+            value = getattr(self, name) * factor
+            setattr(scaled, name, value if name in ("latency_s", "cost_usd") else round(value))
+        return scaled
+
+    def _merge_flat(self, other: UsageSummary) -> None:
+        for name in _SUMMED:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
     @property
     def cost_known(self) -> bool:
         """False when some call's model has no price: the total is then unknown."""
         return self.unpriced_calls == 0
+
+    def cost_text(self, decimals: int = 4) -> str:
+        """The dollars as a person reads them: an unpriced call is named, never shown as $0.
+
+        "$0.0123"; "$0.0123 + 2 calls unpriced" when some calls' models have no price;
+        "unpriced (16 calls)" when none has one.
+        """
+        if self.unpriced_calls == 0:
+            return f"${self.cost_usd:.{decimals}f}"
+        count = f"{self.unpriced_calls} call{'s' * (self.unpriced_calls != 1)}"
+        priced = self.calls - self.cached_calls - self.failed_calls - self.unpriced_calls
+        if priced <= 0:
+            return f"unpriced ({count})"
+        return f"${self.cost_usd:.{decimals}f} + {count} unpriced"
+
+    def tokens_text(self) -> str:
+        """Prompt and completion tokens with the provider-cached and reasoning parts named
+        where there are any: "20,397 in (12,288 cached) / 3,687 out (1,024 reasoning)"."""
+        prompt = f"{self.prompt_tokens:,} in"
+        if self.cached_prompt_tokens:
+            prompt += f" ({self.cached_prompt_tokens:,} cached)"
+        completion = f"{self.completion_tokens:,} out"
+        if self.reasoning_tokens:
+            completion += f" ({self.reasoning_tokens:,} reasoning)"
+        return f"{prompt} / {completion}"
+
+    def describe(self) -> str:
+        """One line of what the calls took: calls, images, tokens, model seconds, dollars."""
+        calls = f"{self.calls} call{'s' * (self.calls != 1)}"
+        extra = [
+            f"{n} {what}"
+            for n, what in (
+                (self.cached_calls, "replayed"),
+                (self.failed_calls, "failed"),
+            )
+            if n
+        ]
+        if extra:
+            calls += f" ({', '.join(extra)})"
+        return (
+            f"{calls}, {self.images} images, tokens {self.tokens_text()}, "
+            f"model {self.latency_s:.1f} s, {self.cost_text()}"
+        )
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -90,22 +160,59 @@ class UsageSummary:
             latency_s=data.get("latency_s", 0.0),
             cost_usd=data.get("priced_cost_usd", data.get("cost_usd") or 0.0),
             unpriced_calls=data.get("unpriced_calls", 0),
+            cached_prompt_tokens=data.get("cached_prompt_tokens", 0),
+            reasoning_tokens=data.get("reasoning_tokens", 0),
             by_role={
                 role: cls.from_dict(summary) for role, summary in data.get("by_role", {}).items()
             },
         )
 
 
+#: The fields of a summary that add up across questions, stages and videos.
+_SUMMED = (
+    "calls",
+    "cached_calls",
+    "failed_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "images",
+    "latency_s",
+    "cost_usd",
+    "unpriced_calls",
+    "cached_prompt_tokens",
+    "reasoning_tokens",
+)
+
+
 class PriceTable:
     def __init__(self, prices: Mapping[str, Price]):
         self._prices = dict(prices)
 
-    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    def cost(
+        self,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cached_prompt_tokens: int = 0,
+    ) -> float | None:
+        """Dollars for one call, or None when ``model`` has no price (unknown, not free).
+
+        Cached prompt tokens are billed at the cached-input price; without one, at the input
+        price, which is what a provider without a cache discount charges.
+        """
         price = self._prices.get(model)
         if price is None:
             return None
+        cached = min(max(cached_prompt_tokens, 0), prompt_tokens)
+        cached_rate = (
+            price.input_per_mtok
+            if price.cached_input_per_mtok is None
+            else price.cached_input_per_mtok
+        )
         return (
-            prompt_tokens * price.input_per_mtok + completion_tokens * price.output_per_mtok
+            (prompt_tokens - cached) * price.input_per_mtok
+            + cached * cached_rate
+            + completion_tokens * price.output_per_mtok
         ) / 1_000_000
 
 

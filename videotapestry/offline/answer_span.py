@@ -241,3 +241,19 @@ def phrase(parts: list[str], limit: int = MAX_ANSWER_CHARS) -> str:
     if not kept and worded:
         return _tidy(worded[0])[: limit - 1].rstrip() + "…"
     return " / ".join(kept)
+
+
+def gist(parts: list[str], limit: int = MAX_ANSWER_CHARS) -> str:
+    """What a passage of several sentences is about, in at most ``limit`` characters: the
+    sentences that say most (the most content words; the earlier on a tie) kept first, as many
+    as fit, told in the passage's order ("Here is one change to the printed plan. Lunch for
+    volunteers will be served in the yellow tent." is about the lunch)."""
+    said = [p for p in dict.fromkeys(_tidy(p) for p in parts) if p]
+    order = sorted(range(len(said)), key=lambda i: (-len(content_words(said[i])), i))
+    kept: list[int] = []
+    for i in order:
+        if len(" / ".join(said[j] for j in sorted([*kept, i]))) <= limit:
+            kept.append(i)
+    if not kept and said:
+        return said[order[0]][: limit - 1].rstrip() + "…"
+    return " / ".join(said[i] for i in sorted(kept))

@@ -7,7 +7,10 @@ the moment the question points at (the anchor: the timed evidence unit that matc
 anchor phrase best), then the option whose own timed evidence stands in the asked relation
 to it — overlapping it, the first one after it, or the last one before it. Evidence units
 carry their time as a ``mm:ss-mm:ss`` range (or ``@mm:ss``); units spanning more than a few
-minutes (a stage summary) say too little about when to be used. Pure functions.
+minutes (a stage summary) say too little about when to be used. Asked free-form what came
+after (or before) the moment, content said or shown wins over a memory entry's bare title
+(``macro_0005 [07:30-08:30] Riverside``), and speech over the screen when the question asks
+what was said. Pure functions.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from videotapestry.offline.matching import (
     fold,
     word_overlap,
 )
+from videotapestry.offline.quoting import plain, quote
+from videotapestry.offline.timestamps import span_text
 from videotapestry.timecode import format_timestamp
 
 Relation = Literal["at", "after", "before"]
@@ -91,6 +96,9 @@ class TimedUnit:
     start: float
     end: float
     kind: Kind | None
+    #: The time is its line's, not its own (a sentence quoted in a MacroEvent's summary): it
+    #: happened somewhere in that stretch, not over all of it.
+    inherited: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,15 +106,28 @@ class TemporalChoice:
     letter: str
     anchor: TimedUnit
     evidence: TimedUnit
+    #: The words of the anchor's moment that match the anchor phrase best (the slide's line
+    #: "Door code 4417" rather than its page number read at the same moment).
+    anchor_text: str = ""
 
-    def explain(self, ask: TemporalAsk) -> str:
+    def anchor_quote(self) -> str:
+        """The anchor as a person quotes it: its words, where and when."""
+        a = self.anchor
+        if not self.anchor_text and a.kind is None:  # given as times: no words to quote
+            return f"the moment at {span_text(a.start, a.end)}"
+        return quote(self.anchor_text or a.text, a.start, a.end, a.kind)
+
+    def explain(self, ask: TemporalAsk, said: str = "") -> str:
+        """Why the choice stands in the asked relation: both moments quoted in plain words
+        (``said``: the evidence's words to quote, by default all of it)."""
         where = {"at": "at the time of", "after": "first after", "before": "last before"}
+        e = self.evidence
+        found = "" if ask.at is not None else f", found in {self.anchor_quote()}"
         return (
-            f"the question points at the moment of {ask.anchor!r}, found at "
-            f"{format_timestamp(self.anchor.start)}-{format_timestamp(self.anchor.end)} in "
-            f'"{_short(self.anchor.text)}"; {self.letter}\'s evidence at '
-            f"{format_timestamp(self.evidence.start)}-{format_timestamp(self.evidence.end)} "
-            f'("{_short(self.evidence.text)}") is the one {where[ask.relation]} it'
+            f"the question points at the moment of {ask.anchor!r}{found}; {self.letter}'s "
+            f"evidence, "
+            f"{quote(said or e.text, e.start, e.end, e.kind)}, is the one "
+            f"{where[ask.relation]} it"
         )
 
 
@@ -168,9 +189,9 @@ def timed_units(lines: Sequence[str]) -> list[TimedUnit]:
             if timing is None:
                 continue
             kind = own.kind if own is not None else None
-            if kind is None and said_from >= 0 and offset > said_from:
+            if kind is None and said_from >= 0 and offset + len(part) > said_from + len("says:"):
                 kind = "speech"
-            out.append(TimedUnit(part, timing.start, timing.end, kind))
+            out.append(TimedUnit(part, timing.start, timing.end, kind, inherited=own is None))
     return out
 
 
@@ -242,7 +263,7 @@ def choose_by_time(
     best.sort(key=lambda item: item[0])
     if len(best) > 1 and best[0][0] == best[1][0]:
         return None
-    return TemporalChoice(best[0][1], anchor, best[0][2])
+    return TemporalChoice(best[0][1], anchor, best[0][2], _anchor_words(ask, anchor, timed))
 
 
 def first_in_relation(ask: TemporalAsk, units: Sequence[str]) -> TemporalChoice | None:
@@ -261,7 +282,7 @@ def first_in_relation(ask: TemporalAsk, units: Sequence[str]) -> TemporalChoice 
         [
             p
             for u in timed
-            if _within(u, anchor) and u.end - u.start <= MOMENT_S
+            if _within(u, anchor) and u.end - u.start <= MOMENT_S and not u.inherited
             for p in _said(u.text)
         ]
         if timed_anchor and ask.relation != "at"
@@ -278,10 +299,12 @@ def first_in_relation(ask: TemporalAsk, units: Sequence[str]) -> TemporalChoice 
             continue
         found = _distance_in_relation(ask.relation, anchor, unit, timed_anchor=timed_anchor)
         if found is not None:
-            # Of the kind asked for, and one moment rather than a summary, before nearness.
+            # Of the kind asked for, content rather than a title, and one moment rather than
+            # a summary, before nearness.
             other_kind = ask.target_kind is not None and unit.kind != ask.target_kind
+            title = is_title(unit.text)
             summary = unit.end - unit.start > MOMENT_S
-            keyed.append(((other_kind, summary, *found[0]), found[1]))
+            keyed.append(((other_kind, title, summary, *found[0]), found[1]))
     if not keyed:
         return None
     _key, unit = min(keyed, key=lambda item: item[0])
@@ -302,7 +325,39 @@ def first_in_relation(ask: TemporalAsk, units: Sequence[str]) -> TemporalChoice 
         )
         when = f"{format_timestamp(unit.start)}-{format_timestamp(unit.end)}: "
         unit = TimedUnit(when + " / ".join(lines), unit.start, unit.end, unit.kind)
-    return TemporalChoice("", anchor, unit)
+    elif unit.kind == "speech":  # the sentences of one passage quoted without their own times
+        # (those still to be said: not the ones the cited moment already holds)
+        passage = [
+            u.text
+            for _k, u in keyed
+            if u.kind == "speech" and (u.start, u.end) == (unit.start, unit.end)
+        ]
+        if len(passage) > 1:
+            unit = TimedUnit(" ".join(dict.fromkeys(passage)), unit.start, unit.end, "speech")
+    return TemporalChoice("", anchor, unit, _anchor_words(ask, anchor, timed))
+
+
+#: A memory entry's head with a bare label (``macro_0005 [07:30-08:30] Riverside``): a title,
+#: which says what a stretch is called, not what is shown or said in it.
+_TITLE = re.compile(
+    rf"^(?:- )?[\w.:-]*[\d_][\w.:-]* \[@?{_CLOCK}(?:\s*-\s*{_CLOCK})?\]\s*[^:;\"]{{0,40}}$"
+)
+
+
+def is_title(text: str) -> bool:
+    """Whether a unit is only a memory entry's title: its id, time and a short label."""
+    return bool(_TITLE.match(text.strip()))
+
+
+def _anchor_words(ask: TemporalAsk, anchor: TimedUnit, timed: Sequence[TimedUnit]) -> str:
+    """The words of the anchor's moment that match the anchor phrase best, plain: of the
+    units read at that moment, the one holding most of the phrase (the anchor first on a
+    tie); the times themselves for an anchor given as times."""
+    if ask.at is not None:
+        return ""
+    same = [anchor, *(u for u in timed if u is not anchor and _same_moment(u, anchor))]
+    best = max(same, key=lambda u: (anchor_match(ask.anchor, u.text), -same.index(u)))
+    return plain(best.text)
 
 
 #: A text a summary quotes with its own time: ``"Door code 4417" (03:32-04:18)``.
@@ -469,8 +524,3 @@ def _distance_in_relation(
     if unit.end <= anchor.start + 1.0:
         return ((anchor.start - unit.end, width), unit)
     return None
-
-
-def _short(text: str, limit: int = 90) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import Body, FastAPI, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, StreamingResponse
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    Response,
+    StreamingResponse,
+)
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
@@ -31,7 +37,12 @@ from videotapestry.question import validate_question
 from videotapestry.serve.access import OwnOriginsMiddleware
 from videotapestry.serve.jobs import Job, JobStore, UnknownJobError
 from videotapestry.serve.limits import BodySizeLimit
-from videotapestry.serve.operations import default_memory_dir, memory_outline
+from videotapestry.serve.operations import (
+    MAX_FRAME_WIDTH,
+    default_memory_dir,
+    frame_jpeg,
+    memory_outline,
+)
 from videotapestry.serve.roots import VIDEO_SUFFIXES, PathOutsideRootsError, Roots
 from videotapestry.serve.runner import JobRunner
 from videotapestry.video.container import fingerprint
@@ -44,6 +55,10 @@ TOKEN_COOKIE = "videotapestry_token"
 
 #: Questions shipped beside a video (the demo's ``questions.json`` form) offered by the UI.
 QUESTIONS_FILE = "questions.json"
+
+#: A frame's JPEG may be kept by the browser for an hour (a page of thumbnails shown again
+#: asks for none of them); private, since a server with a token serves it to its holder only.
+FRAME_CACHE_CONTROL = "private, max-age=3600"
 
 
 @dataclass(frozen=True)
@@ -185,10 +200,30 @@ def create_app(settings: ServeSettings) -> FastAPI:
     @app.get("/api/media")
     async def media(path: str = Query(description="a video under the roots")) -> FileResponse:
         """The video itself, with HTTP range requests (so a player can seek)."""
-        resolved = roots.resolve(path)
-        if not resolved.is_file() or resolved.suffix.lower() not in VIDEO_SUFFIXES:
-            raise PathOutsideRootsError(f"path {path}: not a video file")
-        return FileResponse(resolved)
+        return FileResponse(_video_file(roots, path))
+
+    # Frames are decoded two at a time at most: a page of thumbnails leaves the server's
+    # other work (a build, a question) its cores.
+    decoding = asyncio.Semaphore(2)
+
+    @app.get("/api/frame", response_class=Response)
+    async def frame(
+        path: str = Query(description="a video under the roots"),
+        t: float = Query(description="seconds from the start: the frame on screen then"),
+        w: int = Query(
+            320,
+            ge=16,
+            description=f"width in pixels (at most {MAX_FRAME_WIDTH}, never wider than the video)",
+        ),
+    ) -> Response:
+        """One frame of a video as a JPEG: a cited moment's thumbnail. A time that is no
+        time of the video (negative, not a number, past its end) is a 400 that says why."""
+        resolved = _video_file(roots, path)
+        async with decoding:
+            jpeg = await asyncio.to_thread(frame_jpeg, resolved, t, w)
+        return Response(
+            jpeg, media_type="image/jpeg", headers={"Cache-Control": FRAME_CACHE_CONTROL}
+        )
 
     @app.post("/api/jobs", status_code=201)
     async def create_job(request: Request, body: Annotated[JobRequest, Body()]) -> Job:
@@ -315,6 +350,14 @@ def _eval_inputs(roots: Roots, body: EvalRequest) -> dict[str, Any]:
         "subtitles": str(roots.resolve(body.subtitles)) if body.subtitles else None,
         "out": str(out),
     }
+
+
+def _video_file(roots: Roots, path: str) -> Path:
+    """``path`` resolved under the roots, refused unless it is a video file."""
+    resolved = roots.resolve(path)
+    if not resolved.is_file() or resolved.suffix.lower() not in VIDEO_SUFFIXES:
+        raise PathOutsideRootsError(f"path {path}: not a video file")
+    return resolved
 
 
 def _trace_file(request: Request, job_id: str) -> Path:

@@ -9,6 +9,8 @@ a served answer is the answer ``ask`` would print.
 
 from __future__ import annotations
 
+import functools
+import math
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -140,9 +142,15 @@ class ShownCitation(BaseModel):
     @classmethod
     def all_of(cls, result: Result) -> list[ShownCitation]:
         """``result``'s citations, each time written as its trace page writes it."""
-        from videotapestry.views.citation_text import claim_text, seek_s, source_text
+        from videotapestry.views.citation_text import (
+            claim_text,
+            seek_s,
+            source_text,
+            stored_texts,
+        )
         from videotapestry.views.cited import source_moments
 
+        texts = stored_texts(result.levels)
         return [
             cls(
                 claim=claim_text(citation.claim),
@@ -150,7 +158,7 @@ class ShownCitation(BaseModel):
                     ShownSource(
                         kind=source.kind,
                         level=source.level,
-                        shown=source_text(source, when),
+                        shown=source_text(source, when, texts=texts, claim=citation.claim),
                         when=when,
                         seek_s=seek_s(source),
                         start_s=source.start_s,
@@ -204,6 +212,12 @@ class ServedAnswer(BaseModel):
     )
     levels_visited: list[str]
     usage: dict[str, Any] = Field(description="model calls, tokens and cost of the run")
+    usage_text: str = Field(
+        "",
+        description="the usage as one line to show: calls, images, tokens (provider-cached "
+        "and reasoning ones named), model seconds and dollars ('unpriced' when a model has no "
+        "price, never $0)",
+    )
     elapsed_s: float
     trace: str | None = Field(
         description="where the saved trace is read: its path under the roots (MCP "
@@ -228,6 +242,8 @@ class ServedAnswer(BaseModel):
             lines += [f"  cites {source.shown}" for source in citation.sources]
         lines += [f"degraded: {line}" for line in self.degraded_text]
         lines += [f"warning: {line}" for line in self.warnings_text]
+        if self.usage_text:
+            lines.append(f"cost: {self.usage_text}")
         if self.trace:
             lines.append(f"trace: {self.trace}")
         return "\n".join(lines)
@@ -253,6 +269,7 @@ class ServedAnswer(BaseModel):
             observation_disabled=result.observation_disabled,
             levels_visited=list(result.levels_visited),
             usage=result.usage.to_dict(),
+            usage_text=result.usage.describe(),
             elapsed_s=round(result.elapsed_s, 3),
             trace=trace,
         )
@@ -300,3 +317,53 @@ def memory_outline(path: Path) -> dict[str, Any]:
             for super_event in memory.super_events()
         ],
     }
+
+
+#: The widest frame ``frame_jpeg`` returns: a thumbnail of a cited moment, not a still.
+MAX_FRAME_WIDTH = 640
+FRAME_QUALITY = 75
+
+
+class FrameRequestError(VideoTapestryError):
+    """A frame asked for at a time the video does not have (negative, not a number, past
+    its end)."""
+
+
+def frame_jpeg(video: Path, t: float, width: int) -> bytes:
+    """The frame on screen at ``t`` seconds of ``video`` (resolved under the roots), as a
+    JPEG ``width`` pixels wide, at most :data:`MAX_FRAME_WIDTH` and never wider than the
+    video. Decoded with the project's reader (the frame the agents saw at that time, upright);
+    the last 256 asked for are kept, by the file's size and change time, so a page shown
+    again costs no decoding."""
+    if not math.isfinite(t) or t < 0:
+        raise FrameRequestError(f"t={t}: not a time in the video; give seconds, 0 or more")
+    stat = video.stat()
+    return _frame_jpeg(str(video), stat.st_size, stat.st_mtime_ns, round(t, 3), width)
+
+
+@functools.lru_cache(maxsize=256)
+def _frame_jpeg(path: str, size: int, mtime_ns: int, t: float, width: int) -> bytes:
+    del size, mtime_ns  # the cache's key: a video replaced under its name is decoded again
+    import cv2
+
+    from videotapestry.config import VideoConfig
+    from videotapestry.video.container import probe
+    from videotapestry.video.encoding import encode_jpeg
+    from videotapestry.video.reader import open_video
+
+    info = probe(path)
+    if t > info.duration_s:
+        raise FrameRequestError(
+            f"t={t:g}: past the end of {Path(path).name}, which is {info.duration_s:.3f} s "
+            f"long; give 0 ≤ t ≤ {info.duration_s:.3f}"
+        )
+    shown_w, shown_h = info.display_size
+    width = max(1, min(width, MAX_FRAME_WIDTH, shown_w))
+    height = max(1, round(shown_h * width / shown_w))
+    # decoded no larger than needed (the reader scales the longer side), then sized exactly
+    config = VideoConfig(decoded_max_side=max(width, height, 16), decode_threads=1)
+    with open_video(path, config) as reader:
+        image = reader.frames_at([t])[0].image
+    if image.shape[1] != width or image.shape[0] != height:
+        image = cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
+    return encode_jpeg(image, max_side=max(width, height), quality=FRAME_QUALITY)

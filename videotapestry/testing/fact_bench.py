@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -145,8 +145,13 @@ def compare_offline_variants(
     variants: Sequence[str] = VARIANTS,
     concurrency: int = 2,
     embedder: Embedder | None = None,
+    rows: Mapping[str, Sequence[str]] | None = None,
 ) -> Comparison:
-    """Build (or resume) the memory, then answer every question with each variant."""
+    """Build (or resume) the memory, then answer every question with each variant.
+
+    ``rows`` (row name → config overrides, e.g. ``{"full calls=8": ("variant=full",
+    "budget.max_calls=8")}``) replaces ``variants`` when given: each row is answered with
+    its overrides and kept in ``runs`` under its name."""
     models = OfflineModels.load(embedder)
     build_s, build_calls = build_fact_memory(fact_video, memory_dir, models)
     comparison = Comparison(build_s=build_s, build_calls=build_calls)
@@ -154,8 +159,10 @@ def compare_offline_variants(
         QuestionItem(fact_video.path, memory_dir, q.question, q.options, question_id=q.id)
         for q in fact_video.questions
     ]
-    for variant in variants:
-        vt = offline_facade(f"variant={variant}", models=models)
+    if rows is None:
+        rows = {variant: (f"variant={variant}",) for variant in variants}
+    for name, overrides in rows.items():
+        vt = offline_facade(*overrides, models=models)
 
         async def run(vt: VideoTapestry = vt) -> BatchResults:
             try:
@@ -174,7 +181,7 @@ def compare_offline_variants(
                 )
             else:
                 answered.append(Answered(question, outcome.answer, outcome.elapsed_s, outcome))
-        comparison.runs[variant] = VariantRun(variant, answered, wall)
+        comparison.runs[name] = VariantRun(name, answered, wall)
     return comparison
 
 

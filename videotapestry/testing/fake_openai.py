@@ -72,6 +72,10 @@ class FakeReply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str = "stop"
+    #: Reported as ``usage.prompt_tokens_details.cached_tokens`` (a provider prefix-cache
+    #: hit) and ``usage.completion_tokens_details.reasoning_tokens``; None leaves them out.
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
     @classmethod
     def text(cls, content: str) -> FakeReply:
@@ -524,6 +528,15 @@ class FakeOpenAIServer:
         with self._lock:
             self._completions += 1
             number = self._completions
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        if reply.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
+        if reply.reasoning_tokens is not None:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
         completion = {
             "id": f"chatcmpl-fake-{number}",
             "object": "chat.completion",
@@ -536,11 +549,7 @@ class FakeOpenAIServer:
                     "finish_reason": reply.finish_reason,
                 }
             ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "usage": usage,
         }
         body = json.dumps(completion).encode()
         return _Response(reply.status, body, dict(reply.headers), reply.delay_s)

@@ -30,8 +30,9 @@ from videotapestry.views.citation_text import (
     claim_text,
     kind_words,
     moment_text,
-    plain_text,
     source_text,
+    source_words,
+    stored_texts,
 )
 from videotapestry.views.page import esc
 from videotapestry.views.thumbnails import Thumbnails
@@ -39,8 +40,16 @@ from videotapestry.views.timeline import CITED_LANE, Span, SpanRole
 
 #: A level's thumbnail by its place in the trace: (level, observation, image) positions.
 FigureKey = tuple[int, int, int]
-#: Which citation cites a frame on a thumbnail: (citation number, source number, its id).
+#: Which citation cites a frame on a thumbnail: (citation number, source number, the
+#: source's time and level in words, ``03:31, Overview level``).
 CitedBy = tuple[int, int, str]
+#: A level in words, as a thumbnail's "cited" tag names it (the agents' names, by level).
+LEVEL_WORDS = {
+    "super": "Overview level",
+    "macro": "Skim level",
+    "subgraph": "Focus level",
+    "direct": "Direct baseline",
+}
 
 _ROLES: dict[str, SpanRole] = {
     "frame": "cited_frame",
@@ -68,13 +77,16 @@ def figure_of(levels: Sequence[LevelOutcome], source: EvidenceRef) -> FigureKey 
 def cited_figures(
     levels: Sequence[LevelOutcome], citations: Sequence[Citation]
 ) -> dict[FigureKey, list[CitedBy]]:
-    """The thumbnails that show a cited frame, with what cites them."""
+    """The thumbnails that show a cited frame, with what cites them: the citation, the
+    source, and the source's time (as the thumbnail's caption writes it) and level in words."""
     figures: dict[FigureKey, list[CitedBy]] = {}
     for n, citation in enumerate(citations, 1):
         for m, source in enumerate(citation.sources, 1):
             key = figure_of(levels, source)
             if key is not None:
-                figures.setdefault(key, []).append((n, m, source.id))
+                when = moment_text(source, _figure_decimals(levels, key))
+                level = LEVEL_WORDS.get(source.level, f"{source.level} level")
+                figures.setdefault(key, []).append((n, m, f"{when}, {level}"))
     return figures
 
 
@@ -187,6 +199,9 @@ class _Context:
     #: Decimals that tell the cited frames' timestamps apart.
     decimals: int
     unpictured: frozenset[float]
+    #: The stored nodes' texts, and each citation's claim: a stored span shows its own words.
+    texts: Mapping[str, str]
+    claims: Sequence[str]
 
     @classmethod
     def of(cls, trace: Result, thumbnails: Thumbnails, anchors: Anchors) -> _Context:
@@ -202,6 +217,8 @@ class _Context:
             },
             decimals=label_decimals(frames),
             unpictured=frozenset(unpictured_frames(trace.levels, trace.citations, thumbnails.urls)),
+            texts=stored_texts(trace.levels),
+            claims=[citation.claim for citation in trace.citations],
         )
 
 
@@ -215,7 +232,7 @@ def _source(n: int, m: int, source: EvidenceRef, context: _Context) -> str:
         f'<li id="{esc(anchors.source(n, m))}"><span class="kind">{kind_words(source)}</span> '
         f'<a href="#{esc(anchors.mark(n, m))}" title="its mark on the timeline">{when}</a>'
     ]
-    words = plain_text(source.text)
+    words = source_words(source, context.texts, context.claims[n - 1])
     if source.kind == "frame":
         places = label_decimals([source.start_s, source.end_s])
         stretch = "–".join(format_timestamp(t, places) for t in (source.start_s, source.end_s))

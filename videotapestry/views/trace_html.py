@@ -27,6 +27,7 @@ from videotapestry.question import option_label
 from videotapestry.result import Result
 from videotapestry.timecode import format_range, format_timestamp, label_decimals
 from videotapestry.views.anchors import Anchors
+from videotapestry.views.citation_text import node_spans, shown_text
 from videotapestry.views.cited import (
     CitedBy,
     FigureKey,
@@ -168,6 +169,7 @@ def _header(trace: Result, correct: str | None = None) -> str:
         facts.append(f"memory <code>{esc(trace.memory_source)}</code>")
     facts.append(f"video <code>{esc(trace.video_path or 'not recorded')}</code>")
     facts.append(f"{trace.elapsed_s:.1f} s")
+    reasoning = shown_text(trace.reasoning, node_spans(trace))
     verdict = ""
     if correct is not None and trace.options:
         verdict = (
@@ -179,7 +181,7 @@ def _header(trace: Result, correct: str | None = None) -> str:
         f"<h1>{esc(trace.question)}</h1>"
         f'<ul class="vt-options">{options}</ul>'
         f"<p><b>Answer: {esc(trace.answer or trace.answer_text or '(none)')}</b>{verdict} "
-        f'<span class="muted">({esc(trace.answer_source)})</span> — {esc(trace.reasoning)}</p>'
+        f'<span class="muted">({esc(trace.answer_source)})</span> — {esc(reasoning)}</p>'
         f'<p class="muted">{" · ".join(facts)}</p>'
     )
 
@@ -260,8 +262,8 @@ class _Pictures:
     def of(self, key: FigureKey) -> tuple[str, str]:
         """A thumbnail's id, and its "cited" tag linking to what cites it ("" if nothing)."""
         links = ", ".join(
-            f'<a href="#{esc(self.anchors.source(n, m))}">#{n} {esc(ref)}</a>'
-            for n, m, ref in self.cited.get(key, [])
+            f'<a href="#{esc(self.anchors.source(n, m))}">claim {n}, {esc(what)}</a>'
+            for n, m, what in self.cited.get(key, [])
         )
         tag = f'<br><span class="vt-cited-tag">cited: {links}</span>' if links else ""
         return self.anchors.figure(*key), tag
@@ -466,31 +468,18 @@ def _handoff(trace: Result) -> str:
     return f"<h2>Handoff trace</h2><ol>{items}</ol>"
 
 
-def _cost(usage: dict) -> str:
-    if usage.get("cost_usd") is None:
-        unpriced = usage.get("unpriced_calls", 0)
-        return f"cost unknown ({unpriced} unpriced calls)" if unpriced else "cost unknown"
-    return f"${usage['cost_usd']:.4f}"
-
-
 def _usage(trace: Result) -> str:
-    usage = trace.usage.to_dict()
-    line = (
-        f"<p>{usage.get('calls', 0)} calls ({usage.get('cached_calls', 0)} cached, "
-        f"{usage.get('failed_calls', 0)} failed), {usage.get('images', 0)} images, "
-        f"{usage.get('prompt_tokens', 0)} prompt / {usage.get('completion_tokens', 0)} "
-        f"completion tokens, {esc(_cost(usage))}, model time {usage.get('latency_s', 0):.2f} s"
-        "</p>"
-    )
+    line = f"<p>{esc(trace.usage.describe())}</p>"
     rows = "".join(
-        f"<tr><td>{esc(role)}</td><td>{r.get('calls', 0)}</td><td>{r.get('images', 0)}</td>"
-        f"<td>{r.get('prompt_tokens', 0)}</td><td>{r.get('completion_tokens', 0)}</td>"
-        f"<td>{esc(_cost(r))}</td></tr>"
-        for role, r in (usage.get("by_role") or {}).items()
+        f"<tr><td>{esc(role)}</td><td>{r.calls}</td><td>{r.images}</td>"
+        f"<td>{r.prompt_tokens}</td><td>{r.cached_prompt_tokens}</td>"
+        f"<td>{r.completion_tokens}</td><td>{r.latency_s:.1f}</td>"
+        f"<td>{esc(r.cost_text())}</td></tr>"
+        for role, r in trace.usage.by_role.items()
     )
     table = (
-        "<table><tr><th>role</th><th>calls</th><th>images</th><th>prompt</th>"
-        f"<th>completion</th><th>cost</th></tr>{rows}</table>"
+        "<table><tr><th>role</th><th>calls</th><th>images</th><th>prompt</th><th>cached</th>"
+        f"<th>completion</th><th>model s</th><th>cost</th></tr>{rows}</table>"
         if rows
         else ""
     )

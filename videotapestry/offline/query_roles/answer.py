@@ -4,9 +4,12 @@ a free-form question the line of evidence that bears most on it, with what it re
 A question about *when* is answered by the rule of time (``temporal``) when the evidence
 settles it; otherwise the option whose text the evidence spells out, weighted by how much
 that evidence bears on the question, wins (``matching.score_options``), and the reasoning
-names the line that supports it. The final answer reads the memory it is sent; the direct
-answer (the no-memory baseline) reads the frames and the transcript. Citations are added only
-when the prompt asks for them (``answer.citations``), as a model following it would.
+quotes the words that support it as a person would (``quoting``: the slide's line or the
+sentence said, with its time; never the memory's ids or markup). Each citation's claim is
+those words, not the whole memory line. The final answer reads the memory it is sent; the
+direct answer (the no-memory baseline) reads the frames and the transcript. Citations are
+added only when the prompt asks for them (``answer.citations``), as a model following it
+would.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from videotapestry.offline.answer_span import (
     MAX_ANSWER_CHARS,
     answer_kind,
     find_span,
+    gist,
     masked,
     parts_of,
     phrase,
@@ -42,9 +46,11 @@ from videotapestry.offline.prompt_reading import (
 )
 from videotapestry.offline.query_roles.question_reading import topic_of
 from videotapestry.offline.query_roles.ranking import OBSERVED_MARK
+from videotapestry.offline.quoting import plain, quote, stated, supporting_part, text_parts
 from videotapestry.offline.screen_text import readings
 from videotapestry.offline.temporal import (
     TemporalAsk,
+    TimedUnit,
     choose_by_time,
     first_in_relation,
     moments,
@@ -60,10 +66,11 @@ def _choose_option(
     perception: Perception,
     where: str,
     lines: Sequence[str] | None = None,
-) -> tuple[dict, str]:
+) -> tuple[dict, str, str]:
     """The reply for the evidence ``units`` (text, is it an observation) read from
-    ``where`` ("memory", "frames"), and the unit it rests on; ``lines``: the evidence as
-    written (memory lines), for the rule of time."""
+    ``where`` ("memory", "frames"), the unit it rests on and the words of that unit that
+    support it (the claim); ``lines``: the evidence as written (memory lines), for the rule
+    of time."""
     texts = [u for u, _ in units]
     letters = list(question.letters)
     bodies = list(question.bodies)
@@ -71,12 +78,14 @@ def _choose_option(
     if ask is not None:
         choice = choose_by_time(ask, letters, bodies, lines if lines is not None else texts)
         if choice is not None:
+            body = bodies[letters.index(choice.letter)]
+            said = supporting_part(choice.evidence.text, body)
             reply = {
                 "reasoning": f"Offline rule model (reads text, not a VLM), rule of time: "
-                f"{choice.explain(ask)}.",
+                f"{choice.explain(ask, said)}.",
                 "answer": choice.letter,
             }
-            return reply, choice.evidence.text
+            return reply, choice.evidence.text, said
     vectors = perception.embed([question.question, *bodies, *texts])
     scores = score_options(
         letters,
@@ -88,34 +97,49 @@ def _choose_option(
         question_words=topic_of(question).words,
     )
     best = best_option(scores)
-    return {"reasoning": _reasoning(best, scores, where), "answer": best.letter}, best.line
+    said = supporting_part(best.line, best.body) if best.line else ""
+    reply = {"reasoning": _reasoning(best, scores, where, said), "answer": best.letter}
+    return reply, best.line, said
 
 
 def _answer_in_words(
-    question: QuestionView, units: Sequence[tuple[str, bool]], perception: Perception, where: str
-) -> tuple[dict, str]:
+    question: QuestionView,
+    units: Sequence[tuple[str, bool]],
+    perception: Perception,
+    where: str,
+    lines: Sequence[str] | None = None,
+) -> tuple[dict, str, str]:
     """A free-form question's reply: the shortest span of the evidence that answers it (a
     time, a number, a name, a place, a short phrase; ``answer_span``), found in the units
-    that bear most on the question (an observed one weighs more); and the unit it is in."""
+    that bear most on the question (an observed one weighs more); the unit it is in and the
+    part of that unit it stands in (the claim). ``lines``: the evidence as written (memory
+    lines, whose sentences keep their line's time), for the rule of time."""
     texts = [u for u, _ in units]
     if not texts:
-        return {
-            "reasoning": f"Offline rule model (reads text, not a VLM): the {where} holds no "
-            "evidence to answer from.",
-            "answer": "",
-        }, ""
+        return (
+            {
+                "reasoning": f"Offline rule model (reads text, not a VLM): the {where} holds no "
+                "evidence to answer from.",
+                "answer": "",
+            },
+            "",
+            "",
+        )
     ask = temporal_ask(question.question)
     if ask is not None:
-        found = first_in_relation(ask, texts)
-        said = _spoken(_asked(question.question, ask), found.evidence.text) if found else None
+        found = first_in_relation(ask, lines if lines is not None else texts)
+        said = _spoken(_asked(question.question, ask), found.evidence) if found else None
         if found is not None and said is not None:
+            answer, claim_text = said
+            evidence = found.evidence
             reasoning = (
                 f"Offline rule model (reads text, not a VLM), rule of time: the question "
-                f"points at {ask.anchor!r} ({span_text(found.anchor.start, found.anchor.end)}); "
-                f'the evidence {_WHERE[ask.relation]} it is "{_shortened(found.evidence.text)}" '
-                f"({span_text(found.evidence.start, found.evidence.end)})."
+                f"points at {ask.anchor!r}"
+                f"{'' if ask.at is not None else ', found in ' + found.anchor_quote()}; "
+                f"the evidence {_WHERE[ask.relation]} it is "
+                f"{quote(claim_text, evidence.start, evidence.end, evidence.kind)}."
             )
-            return {"reasoning": reasoning, "answer": said}, found.evidence.text
+            return {"reasoning": reasoning, "answer": answer}, evidence.text, claim_text
     topic = topic_of(question)
     vectors = perception.embed([question.question, *texts])
     scores = [
@@ -127,35 +151,57 @@ def _answer_in_words(
     ranked = sorted(range(len(texts)), key=lambda i: (-scores[i], i))
     kind = answer_kind(_asked(question.question, ask))
     if kind == "moment":
-        timed = timed_unit(texts[ranked[0]])
+        top = texts[ranked[0]]
+        timed = timed_unit(top)
         if timed is not None:
             when = span_text(timed.start, timed.end)
             reasoning = (
-                f"Offline rule model (reads text, not a VLM): the {where} line that bears most "
-                f'on the question is "{_shortened(texts[ranked[0]])}", at {when} in the video.'
+                f"Offline rule model (reads text, not a VLM): the {where} evidence that bears "
+                f"most on the question is {_quoted(top, plain(top))}."
             )
-            return {"reasoning": reasoning, "answer": f"At {when} in the video."}, texts[ranked[0]]
+            return {"reasoning": reasoning, "answer": f"At {when} in the video."}, top, plain(top)
         kind = "phrase"
     near = [i for i in ranked[:SPAN_UNITS] if scores[i] >= NEAR_SHARE * scores[ranked[0]]]
-    spans = [(i, find_span(question.question, _stated(texts[i]), kind)) for i in near]
+    spans = [(i, find_span(question.question, stated(texts[i]), kind)) for i in near]
     found_spans = [(i, s) for i, s in spans if s is not None and s.text]
     if not found_spans:
+        top = texts[ranked[0]]
         reasoning = (
             f"Offline rule model (reads text, not a VLM): the question asks for {_ASKED[kind]}; "
-            f'none is written in the {where} lines that bear on it (the nearest is "'
-            f'{_shortened(texts[ranked[0]], 100)}").'
+            f"none is written in the {where} evidence that bears on it (the nearest is "
+            f"{_quoted(top, plain(top))})."
         )
-        return {"reasoning": reasoning, "answer": f"The {where} does not show {_ASKED[kind]}."}, ""
+        return (
+            {"reasoning": reasoning, "answer": f"The {where} does not show {_ASKED[kind]}."},
+            "",
+            "",
+        )
     best, span = next(((i, s) for i, s in found_spans if s.closeness > 0), found_spans[0])
     answer = span.text
+    part = supporting_part(texts[best], " ".join(span.part.split()))
     if kind == "phrase" and span.closeness == 0:
-        answer = phrase(parts_of(masked(_stated(texts[best]))))
+        answer = phrase(parts_of(masked(stated(texts[best]))))
+        part = answer
     reasoning = (
         f"Offline rule model (reads text, not a VLM): the question asks for {_ASKED[kind]}; "
-        f'"{answer}" stands in "{_shortened(span.part, 100)}", in the {where} line '
-        f'"{_shortened(texts[best], 120)}" (relevance {scores[best]:.2f}).'
+        f'"{answer}" stands in {_quoted(texts[best], part)} '
+        f"(relevance {scores[best]:.2f})."
     )
-    return {"reasoning": reasoning, "answer": _shortened(answer, MAX_ANSWER_CHARS)}, texts[best]
+    reply = {"reasoning": reasoning, "answer": _shortened(answer, MAX_ANSWER_CHARS)}
+    return reply, texts[best], part
+
+
+def _quoted(unit: str, text: str) -> str:
+    """``text``, words of the evidence ``unit``, quoted with the unit's time and kind of
+    source (a sentence after a summary's ``says:`` is speech)."""
+    timed = timed_unit(unit)
+    kind = timed.kind if timed is not None else None
+    said_from = unit.find("says:")
+    if said_from >= 0 and unit.find(text) > said_from:
+        kind = "speech"
+    if timed is None:
+        return quote(text, kind=kind)
+    return quote(text, timed.start, timed.end, kind)
 
 
 def _asked(question: str, ask: TemporalAsk | None) -> str:
@@ -164,16 +210,27 @@ def _asked(question: str, ask: TemporalAsk | None) -> str:
     return question.replace(ask.anchor, " ") if ask is not None and ask.anchor else question
 
 
-def _spoken(question: str, unit: str) -> str | None:
-    """What the unit found by the rule of time says, as an answer: the span the question
-    asks for in it, else its text in short; None when nothing of it is left to say."""
-    stated = _stated(unit)
+def _spoken(question: str, unit: TimedUnit) -> tuple[str, str] | None:
+    """What the unit found by the rule of time says, as an answer, and the words of it that
+    answer (the claim): the span the question asks for in it, else its text in short (of a
+    passage said, the sentences that say most, ``gist``); None when nothing is left to say."""
+    text = stated(unit.text)
     kind = answer_kind(question)
-    span = find_span(question, stated, kind) if kind not in ("phrase", "moment") else None
+    span = find_span(question, text, kind) if kind not in ("phrase", "moment") else None
     if span is not None:
-        return span.text
-    said = phrase(parts_of(masked(stated)))
-    return said or None
+        return span.text, supporting_part(unit.text, " ".join(span.part.split()))
+    if unit.kind == "speech":
+        # A passage said: what it is about for "what did they talk about", else its first
+        # sentence ("what did the speaker say right after that" asks for the next words).
+        sentences = text_parts(unit.text)
+        said = gist(sentences) if _TOPIC.search(question) else phrase(sentences[:1])
+    else:
+        said = phrase(parts_of(masked(text)))
+    return (said, said) if said else None
+
+
+#: A question asking what speech was about, not for its words.
+_TOPIC = re.compile(r"\b(?:talk|talks|talked|speak|speaks|spoke|spoken)\s+about\b|\bdiscuss", re.I)
 
 
 #: The units searched for a span: the best few, and only those near the best's relevance.
@@ -200,47 +257,23 @@ def _adds_to(question: str, unit: str) -> bool:
     """Whether ``unit`` says something the question does not: an answer must (a line that
     restates the question's words, "speech here bears on the name cards", is no answer)."""
     asked = set(content_words(question))
-    said = content_words(re.sub(CLOCK, " ", _stated(unit)))
+    said = content_words(re.sub(CLOCK, " ", stated(unit)))
     if not said:
         return False
     new = [w for w in said if w not in asked and w.rstrip("s") not in asked]
     return len(new) / len(said) >= MIN_NEW_WORDS
 
 
-def _stated(unit: str) -> str:
-    """An evidence line as said: without the video times, ids and kind labels that lead it
-    (or lead each of the parts a moment joins with " / ") and the notes that follow them;
-    a time the line shows ("10:00 Brass band") is its text and stays."""
-    parts = []
-    video_time = rf"\[@?{CLOCK}(?:-{CLOCK})?\]:?\s*|{CLOCK}-{CLOCK}:?\s*|{CLOCK}:\s+"
-    unit = re.sub(
-        r"\b\w+_\w+ \[[^\]]*\] [\w ]{0,30}\((?:change|speech)\): (?:The screen shows )?", "", unit
-    )
-    unit = re.sub(r"\s*\|\s*object: \w+", "", unit)
-    for part in unit.split(" / "):
-        text = re.sub(rf"^(?:{video_time})+", "", part.strip())
-        text = re.sub(r"^(?:Observed|\[(?:Visual|Transcript|Evidence)\])[:\s]*", "", text)
-        text = re.sub(rf"^(?:- )?[\w.:-]+ \[@?{CLOCK}(?:-{CLOCK})?\]\s*", "", text)
-        text = re.sub(rf"^(?:{video_time})+", "", text)
-        text = re.sub(r"^[\w ]{0,30}\(change\): ", "", text)
-        text = re.sub(r"^(?:The screen shows|Someone says:?)\s*", "", text)
-        text = re.sub(r"\s*\|\s*(?:object|attributes|themes|key entities):.*$", "", text)
-        text = re.sub(r"\s*\((?:scene_text|text|speech)\)(?::.*)?$", "", text)
-        text = text.strip().strip('".').strip()
-        if text and text not in parts:
-            parts.append(text)
-    return " / ".join(parts)
-
-
-def _reasoning(best: OptionScore, scores: Sequence[OptionScore], where: str) -> str:
-    """Why ``best`` won: the line that spells it out, or the nearest in meaning."""
+def _reasoning(best: OptionScore, scores: Sequence[OptionScore], where: str, said: str) -> str:
+    """Why ``best`` won: the words of the evidence that spell it out (``said``, quoted with
+    their time), or the nearest in meaning."""
     others = ", ".join(f"{s.letter} {s.score:.2f}" for s in scores if s is not best)
     if best.lexical > 0:
-        how = f'its text is found in the {where} line "{_shortened(best.line)}"'
+        how = f"its text is found in the {where}: {_quoted(best.line, said)}"
     elif best.line:
         how = (
             f"no option's text is found in the {where}; it is the nearest in meaning to "
-            f'"{_shortened(best.line)}" (cosine {best.semantic:.2f})'
+            f"{_quoted(best.line, said)} (cosine {best.semantic:.2f})"
         )
     else:
         how = f"the {where} holds no evidence for any option; the first best score is taken"
@@ -272,12 +305,12 @@ def final_answer(view: PromptView, perception: Perception) -> dict:
     lines = [line.strip() for line in memory.splitlines() if line.strip()]
     units += [(text, True) for text in moments(lines) if text not in dict(units)]
     if question.options:
-        reply, used = _choose_option(question, units, perception, "memory", lines)
+        reply, used, said = _choose_option(question, units, perception, "memory", lines)
     else:
-        reply, used = _answer_in_words(question, units, perception, "memory")
+        reply, used, said = _answer_in_words(question, units, perception, "memory", lines)
     if not asks_citations(view):
         return reply
-    return {**reply, "citations": claim(cite(used, shown), used) if used else []}
+    return {**reply, "citations": claim(cite(used, shown), said or plain(used)) if used else []}
 
 
 def direct_answer(view: PromptView, perception: Perception) -> dict:
@@ -289,12 +322,12 @@ def direct_answer(view: PromptView, perception: Perception) -> dict:
     units = [(r.fact, True) for r in read]
     units += [(line.raw, True) for line in read_transcript(view.user)]
     if question.options:
-        reply, used = _choose_option(question, units, perception, "frames")
+        reply, used, said = _choose_option(question, units, perception, "frames")
     else:
-        reply, used = _answer_in_words(question, units, perception, "frames")
+        reply, used, said = _answer_in_words(question, units, perception, "frames")
     if not asks_citations(view):
         return reply
     times = [r.start for r in read if r.fact == used]
     notes = section(view.user, "Frames, in order:").splitlines()
     ids = cite_direct_frames(notes, times) if times else []
-    return {**reply, "citations": claim(ids, used)}
+    return {**reply, "citations": claim(ids, said or plain(used))}

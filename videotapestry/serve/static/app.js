@@ -188,7 +188,7 @@ document.getElementById("ask-form").addEventListener("submit", async (event) => 
 
 function resetResult() {
   document.getElementById("result").hidden = false;
-  for (const id of ["timeline", "citations", "degraded", "warnings"]) document.getElementById(id).replaceChildren();
+  for (const id of ["timeline", "citations", "degraded", "warnings", "usage"]) document.getElementById(id).replaceChildren();
   document.getElementById("verdict").hidden = true;
   renderCues([]);
   document.getElementById("degraded").hidden = true;
@@ -276,19 +276,32 @@ function showAnswer(job) {
   else if (!r.citations.length) citations.append(el("li", { class: "muted" }, "the answer cites nothing"));
   const video = state.asked && state.asked.video;
   // The citations as a person reads them (the server's words and times: the same as the
-  // trace page's); each button seeks to the moment it names.
+  // trace page's); each button seeks to the moment it names, and shows that moment's frame
+  // when the question was asked with its video (a click on the picture is a click on it).
   const shown = r.citations_shown || [];
   for (const citation of shown) {
     const buttons = citation.sources.map((source) => el("button", {
-      type: "button", class: "plain cite", dataset: { seek: String(source.seek_s) },
+      type: "button", class: video ? "plain cite pictured" : "plain cite",
+      dataset: { seek: String(source.seek_s) },
       title: source.shown, "aria-label": `play from ${source.when}: ${source.shown}`,
       onclick: () => seek(source.seek_s, video),
-    }, source.when));
+    }, video ? thumbnail(video, source) : null, source.when));
     citations.append(el("li", {}, ...buttons, citation.claim));
   }
   renderCues(shown.flatMap((c) => c.sources.map((source) => ({ source, claim: c.claim }))));
+  document.getElementById("usage").textContent = r.usage_text ? `cost: ${r.usage_text}` : "";
   document.getElementById("trace-page").href = `/api/jobs/${job.id}/trace.html`;
   document.getElementById("trace-json").href = `/api/jobs/${job.id}/trace`;
+}
+
+// A cited moment's frame, from the server's frame route, loaded when it scrolls near; one
+// the server cannot give (a 4xx) is left out rather than shown broken.
+const THUMB_WIDTH = 160;  // pixels asked for: twice the width shown, for sharp screens
+function thumbnail(video, source) {
+  const query = `path=${encodeURIComponent(video.path)}&t=${source.seek_s}&w=${THUMB_WIDTH}`;
+  return el("img", { class: "thumb", loading: "lazy", decoding: "async", alt: source.when,
+    width: "80", height: "45", src: `/api/frame?${query}`,
+    onerror: (event) => event.target.remove() });
 }
 
 // The right/wrong mark, only for a shipped question asked as shipped whose file gives the key.
