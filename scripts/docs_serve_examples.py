@@ -9,11 +9,13 @@ sample video with its questions, and a small synthetic memory (``memories/drama`
 ``videotapestry.testing.memories``), with the offline model and no response cache. The web
 app is driven by FastAPI's ``TestClient``: each GET route is called; a question is asked from
 the memory only, and a one-question eval run over the same memory, each waited for (the
-offline model, about 15 s together); a build is started and cancelled at once. The MCP
+offline model, about 15 s together); a build is started and cancelled at once; the library
+is indexed from the root, listed, searched and asked across. The MCP
 server is driven by the SDK's own client, in process: its tools are listed, and every tool
-whose call needs no model run is called with the arguments of :data:`TOOL_EXAMPLES`. The two
-that do (``build_memory``, ``answer_question``) are shown with their arguments and the
-fields of their declared result; ``tests/test_docs.py`` calls them with those arguments.
+whose call needs no model run is called with the arguments of :data:`TOOL_EXAMPLES`. The three
+that do (``build_memory``, ``answer_question``, ``answer_across_library``) are shown with their
+arguments and the fields of their declared result; ``tests/test_docs.py`` calls the first two
+with those arguments (``tests/test_serve_library.py`` the third).
 
 Responses are abridged (lists cut to two items, long texts cut) and what changes from run
 to run (ids, times, durations, the temporary root) is replaced by a placeholder, so the page
@@ -44,10 +46,12 @@ TOOL_EXAMPLES: dict[str, dict[str, Any]] = {
         "options": ["A. 7457", "B. 4471", "C. 4417", "D. 1875"],
     },
     "read_trace": {"path": "videotapestry-traces/<trace>.json"},
+    "search_library": {"query": "green door", "top": 3},
+    "answer_across_library": {"question": "Who opens the green door?"},
 }
 
 #: Tools whose call is a model run (minutes for a build): shown by arguments and result fields.
-MODEL_RUN_TOOLS = frozenset({"build_memory", "answer_question"})
+MODEL_RUN_TOOLS = frozenset({"build_memory", "answer_question", "answer_across_library"})
 
 QUESTION = {
     "kind": "ask",
@@ -258,6 +262,39 @@ def rest_examples(base: Path, root: Path) -> list[Example]:
             "`retry_failed`, `force`.",
         ).json()
         _wait(client, run["id"])
+        indexing = call(
+            "Index the library (every memory under the roots)",
+            "POST",
+            "/api/library/index",
+            note="No body. The library is `serve.library` (default `.videotapestry-library` "
+            "in the first root); the job's result is the update report, its progress the "
+            "memories done.",
+        ).json()
+        _wait(client, indexing["id"])
+        call("The library's indexing, finished", "GET", f"/api/jobs/{indexing['id']}")
+        call("The videos the library holds", "GET", "/api/library/videos")
+        call(
+            "Search the library",
+            "GET",
+            "/api/library/search?q=green%20door&top=2",
+            note="Each moment's `video` (relative to its root, null when no video under the "
+            "roots is known) opens with `GET /api/media?path=`; `seek_s` is where to seek.",
+        )
+        across = call(
+            "Ask across the library",
+            "POST",
+            "/api/library/ask",
+            {"question": QUESTION["question"], "options": QUESTION["options"]},
+            note="A job like a question's; its result has the answer, the videos it cites "
+            "and `citations_shown`: each claim in words with its video and its sources' times.",
+        ).json()
+        _wait(client, across["id"])
+        call(
+            "The question across the library, answered",
+            "GET",
+            f"/api/jobs/{across['id']}",
+            depth=4,
+        )
         call("The eval runs under the roots", "GET", "/api/evals")
         call("One run's report", "GET", "/api/evals/report?path=evals/drama", depth=2)
         call(

@@ -421,6 +421,7 @@ def test_a_refused_scripted_turn_is_named(
     )  # fmt: skip
     assert status == 2, err
     assert out.startswith("[1] ") and "[2]" not in out  # the first turn was answered and shown
+    assert "    cost: " in out and " calls, " in out  # what the answered turn cost
     assert f"the chat script {script}, turn 2 ('Which gate?'): " in err, err
 
 

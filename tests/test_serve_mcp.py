@@ -45,7 +45,10 @@ VIDEOS = [
     {"path": "sample.mp4", "size_bytes": 2231964},
     {"path": "short.mp4", "size_bytes": ANY},
 ]
-TOOLS = {"list_videos", "list_memories", "build_memory", "answer_question", "read_trace"}
+TOOLS = {
+    "list_videos", "list_memories", "build_memory", "answer_question", "read_trace",
+    "search_library", "answer_across_library",
+}  # fmt: skip
 
 
 def server_command(root: Path, cache: Path, *extra: str) -> list[str]:

@@ -33,6 +33,7 @@ from videotapestry.agents.state import (
     Degradation,
     DegradationKind,
     EarlierTurn,
+    MomentHint,
     QuestionInput,
     ResultWarning,
 )
@@ -43,6 +44,7 @@ from videotapestry.conversation import Conversation
 from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
 from videotapestry.errors import ConfigError, ModelCallError, VideoTapestryError
 from videotapestry.graph import build_graph
+from videotapestry.library import Library, LibraryIndex
 from videotapestry.llm.service import ModelService
 from videotapestry.llm.usage import attach_spent
 from videotapestry.memory import VectorsReplaced, VideoMemory
@@ -195,6 +197,40 @@ class VideoTapestry:
         ``answer_options`` go to every turn's ``aanswer`` (``no_video``, ``subtitle_path``)."""
         return Conversation(self, video, memory, answer_options=dict(answer_options))
 
+    def library(self, path: str | Path, *, max_videos: int = 3) -> Library:
+        """The library at ``path`` (made when new), answered with this facade: ``index``
+        (``update(roots)``), ``search(query, top_k)``, ``answer(question, options=None)`` and
+        ``aanswer``. A library question runs the method on each of up to ``max_videos``
+        videos the search puts forward, then composes one answer citing (video, time)."""
+
+        async def answer_video(
+            video: str | None,
+            memory: str,
+            question: str,
+            options: Sequence[str],
+            hints: Sequence[MomentHint],
+        ) -> Result:
+            return await self.aanswer(
+                video,
+                memory,
+                question,
+                options,
+                no_video=video is None,
+                keep_images=False,
+                hints=hints,
+            )
+
+        return Library(
+            LibraryIndex(path, self.embedder),
+            service=self.service,
+            prompts=self.prompts,
+            answer_video=answer_video,
+            load_memory=lambda memory: self.load_memory(memory).memory,
+            max_videos=max_videos,
+            citations=self.config.answer.citations,
+            max_question_chars=self.config.question.max_chars,
+        )
+
     def run_sync(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run one of this facade's coroutines to the end from synchronous code, closing the
         model clients after (they belong to the event loop that ends here)."""
@@ -226,6 +262,7 @@ class VideoTapestry:
         keep_images: bool = True,
         history: Sequence[EarlierTurn] = (),
         readers: Sequence[VideoReader] = (),
+        hints: Sequence[MomentHint] = (),
     ) -> Result:
         """Answer one question: multiple-choice with ``options``, free-form without (the same
         method; the Answer agent then answers in words, ``Result.answer_text``). Either way
@@ -234,6 +271,8 @@ class VideoTapestry:
         shown them, and a reference to the previous answer ("right after that") is resolved
         to the moment it cited (``Result.asked`` keeps the words as asked). ``readers``:
         decoders of ``video`` already open, used and left open (a conversation's).
+        ``hints``: moments a library search found for the question in this video, shown to
+        the Overview agent after its own locator's windows (``library``).
         ``keep_images`` keeps the JPEGs the agents saw on the result (for notebooks); batch
         runs leave it off, as hundreds of questions would hold GBs.
 
@@ -255,6 +294,7 @@ class VideoTapestry:
             subtitle_offset_s=subtitle_offset_s,
             history=list(history),
             asked=follow_up.asked,
+            hints=list(hints),
         )
         setup: list[Degradation] = []
         if follow_up.unresolved:

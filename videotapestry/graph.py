@@ -56,6 +56,7 @@ from videotapestry.agents.state import (
     Level,
     LevelCalls,
     LevelOutcome,
+    MomentHint,
     Observation,
     QAState,
     QuestionInput,
@@ -74,6 +75,7 @@ STATE_TYPES = (
     ImageRef,
     LevelCalls,
     LevelOutcome,
+    MomentHint,
     Observation,
     QuestionInput,
 )

@@ -44,6 +44,7 @@ from videotapestry.agents.state import (
     EvidenceRef,
     LevelCalls,
     LevelOutcome,
+    MomentHint,
     Observation,
     QuestionInput,
 )
@@ -64,10 +65,25 @@ from videotapestry.video import asr_windows, visual_window
 MAX_ANCHORS = 4
 
 
-def locator_text(result: MultiAnchorResult | None) -> str:
-    """The multi-anchor locator's answer in the compact form the planning prompt expects."""
+def locator_text(result: MultiAnchorResult | None, hints: Sequence[MomentHint] = ()) -> str:
+    """The multi-anchor locator's answer in the compact form the planning prompt expects,
+    then the moments a library search found (``hints``), numbered after the locator's own
+    windows in the same form, so the locator's come first."""
+    lines = _located_lines(result)
+    if hints:
+        first = 1 + sum(1 for line in lines if line[:1].isdigit())
+        lines.append("library_search_hits (where a search across videos found the question):")
+        for number, hint in enumerate(hints, first):
+            lines.append(
+                f"{number}. {format_range(hint.start_s, hint.end_s)} "
+                f"({hint.start_s:.0f}-{hint.end_s:.0f} s) {hint.level} {hint.text[:120]!r}"
+            )
+    return "\n".join(lines)
+
+
+def _located_lines(result: MultiAnchorResult | None) -> list[str]:
     if result is None:
-        return ""
+        return []
     lines = ["tool=multi_locator_compressed", f"anchors: {list(result.anchors)}"]
     lines.append("candidate_windows:" if result.candidate_windows else "candidate_windows: []")
     for number, window in enumerate(result.candidate_windows, 1):
@@ -81,7 +97,7 @@ def locator_text(result: MultiAnchorResult | None) -> str:
             f"({window.time_range.start:.0f}-{window.time_range.end:.0f} s) {matches}"
         )
     lines.append(f"unresolved_anchors: {list(result.unresolved_anchors)}")
-    return "\n".join(lines)
+    return lines
 
 
 #: Tool calls the Overview level makes after anchoring: visual, ASR and one update.
@@ -162,7 +178,7 @@ async def run_overview(
             observation_time_bounds=[0.0, round(duration, 1)],
             global_summary=serialize_root(memory).text,
             memories=memories_text(ctx, static),
-            locator_results=locator_text(located),
+            locator_results=locator_text(located, question.hints),
             trajectory="",  # one batch per level: nothing precedes the plan
             limits=config.agents.level_limits.model_dump(),
             min_window_s=config.agents.overview.min_window_s,
@@ -316,7 +332,7 @@ async def run_overview(
             "asr_windows": [list(w) for w in asr_spans],
             "anchors": anchors,
             "anchor_source": anchor_source,
-            "locator": locator_text(located),
+            "locator": locator_text(located, question.hints),
         },
         observations=observations,
         refined=refined,

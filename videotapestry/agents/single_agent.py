@@ -139,7 +139,7 @@ async def run_controller(
             **question.prompt_variables(),
             video_duration=round(ctx.duration_s, 1),
             global_summary=serialize_root(memory).text,
-            locator_results=locator_text(located),
+            locator_results=locator_text(located, question.hints),
             hierarchy=_hierarchy_text(ctx, state),
             trajectory="\n".join(state.trajectory),
             limits={**limits.model_dump(), "max_steps": max_steps},

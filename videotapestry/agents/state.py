@@ -37,6 +37,16 @@ class EarlierTurn(_Model):
     spans: list[tuple[float, float]] = Field(default_factory=list)
 
 
+class MomentHint(_Model):
+    """A moment something outside the method found for the question in this video (a
+    library search hit), shown to the Overview agent beside its own locator's windows."""
+
+    start_s: float
+    end_s: float
+    text: str
+    level: str = ""
+
+
 class QuestionInput(_Model):
     """One question about one video: multiple-choice, or free-form when it has no options."""
 
@@ -50,6 +60,9 @@ class QuestionInput(_Model):
     #: The user's own words when a follow-up's reference ("right after that") was resolved
     #: to the previous answer's cited moment; ``question`` is then the resolved text.
     asked: str = ""
+    #: Moments a library search found for this question in this video (none for a question
+    #: about one video: the method's own locator is all it has).
+    hints: list[MomentHint] = Field(default_factory=list)
 
     def prompt_variables(self) -> dict[str, Any]:
         """What every prompt that shows the question (``_question.jinja``) is given."""

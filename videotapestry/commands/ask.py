@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 
 from videotapestry.commands.common import (
@@ -28,7 +29,8 @@ from videotapestry.commands.common import (
     progress_printer,
     unwritten_trace,
 )
-from videotapestry.errors import VideoTapestryError
+from videotapestry.errors import ConfigError, VideoTapestryError
+from videotapestry.views.citation_text import moment_text
 
 
 def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOptions) -> None:
@@ -38,7 +40,13 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         "--option, else free-form), citing the moments the answer rests on",
     )
     parser.add_argument("video", nargs="?", help="the video file (omit to answer from memory only)")
-    parser.add_argument("--memory", required=True, help="memory directory (native or MemDreamer)")
+    parser.add_argument("--memory", help="memory directory (native or MemDreamer)")
+    parser.add_argument(
+        "--library",
+        metavar="LIB",
+        help="answer across a library (videotapestry library index) instead of one video: "
+        "no VIDEO or --memory; the answer names the videos it rests on",
+    )
     parser.add_argument("--question", required=True)
     parser.add_argument(
         "--option",
@@ -74,6 +82,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _ask(args: argparse.Namespace) -> int:
+    if args.library:
+        if args.video or args.memory:
+            raise ConfigError("ask --library answers across the library: give no VIDEO or --memory")
+        return await _ask_library(args)
+    if not args.memory:
+        raise ConfigError("ask needs --memory (one video's memory) or --library LIB")
     flags = ["asr.source=subtitles"] if args.subtitles else []
     vt = facade(args, *flags, *budget_overrides(args))
     try:
@@ -99,3 +113,35 @@ async def _ask(args: argparse.Namespace) -> int:
         print(unwritten_trace(trace_path, exc), file=sys.stderr)
         return EXIT_ERROR
     return finish(result, saved, as_json=args.json, allow_degraded=args.allow_degraded)
+
+
+async def _ask_library(args: argparse.Namespace) -> int:
+    """A question across a library: the answer, the videos it rests on, each citation as
+    its video and time, what it cost."""
+    vt = facade(args, *budget_overrides(args))
+    try:
+        check_key(vt, None)
+        result = await vt.library(args.library).aanswer(args.question, args.option)
+    finally:
+        await vt.aclose()
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False))
+    else:
+        chosen = next((o for o in result.options if o.startswith(f"{result.answer}.")), "")
+        print(f"answer: {chosen or result.answer_text or result.answer}")
+        if result.answered_from:
+            print(f"from: {'; '.join(result.answered_from)}")
+        print(f"reasoning: {result.reasoning}")
+        for number, citation in enumerate(result.citations, 1):
+            print(f"claim {number}: {citation.claim}")
+            where = citation.video or citation.memory
+            times = ", ".join(dict.fromkeys(moment_text(s) for s in citation.sources))
+            print(f"  cites {citation.title} at {times} ({where})")
+        asked = ", ".join(c.title for c in result.candidates) or "none (no moment matched)"
+        print(f"videos asked: {asked}")
+        print(f"{result.usage.describe()}, {result.elapsed_s:.1f} s")
+    for line in result.degraded:
+        print(f"degraded: {line}", file=sys.stderr)
+    if result.degraded and not args.allow_degraded:
+        return EXIT_DEGRADED
+    return 0

@@ -245,4 +245,5 @@ def _show(number: int, result: Result, trace: Path | None, *, as_json: bool) -> 
         print(f"    warning: {warning.render()}")
     for degradation in result.degraded:
         print(f"    degraded: {degradation.render()}")
+    print(f"    cost: {result.usage.describe()}")
     print(f"    trace: {trace or 'not written'}", flush=True)

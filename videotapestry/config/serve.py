@@ -20,6 +20,12 @@ class ServeConfig(StrictModel):
         description="the job database and the traces of answered questions; null: "
         "videotapestry/serve under the user's data directory ($XDG_DATA_HOME)",
     )
+    library: str | None = Field(
+        None,
+        description="the library (SPEC §15) the web app and MCP server index, search and ask "
+        "across, made from the memories under the roots; null: .videotapestry-library in the "
+        "first root",
+    )
     max_builds: int = Field(1, ge=1, description="memory builds running at once")
     max_questions: int = Field(2, ge=1, description="questions (and eval runs) answered at once")
     max_request_bytes: int = Field(

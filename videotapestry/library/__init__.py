@@ -1,9 +1,16 @@
 """A library of videos (SPEC §15): every memory under some roots, indexed and searched as one.
 
 ``LibraryIndex`` keeps the index (LanceDB, embedded) up to date memory by memory and answers
-``search`` with ranked moments: video, span, level, text, score.
+``search`` with ranked moments: video, span, level, text, score. ``Library`` answers a
+question across the videos (``VideoTapestry.library``).
 """
 
+from videotapestry.library.answering import (
+    NONE_SHOWS_THIS,
+    Library,
+    LibraryCitation,
+    LibraryResult,
+)
 from videotapestry.library.index import (
     LibraryIndex,
     SearchHit,
@@ -21,8 +28,12 @@ from videotapestry.library.moments import (
 
 __all__ = [
     "MOMENT_LEVELS",
+    "NONE_SHOWS_THIS",
     "IndexedVideo",
+    "Library",
+    "LibraryCitation",
     "LibraryIndex",
+    "LibraryResult",
     "Moment",
     "SearchHit",
     "UpdateReport",

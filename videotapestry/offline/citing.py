@@ -25,8 +25,10 @@ FRAME_ORDER = "FKSD"
 #: At most this many frames of one run are cited for one fact.
 MAX_FRAMES_PER_RUN = 3
 _REFS_LINE = re.compile(r"^\s*refs: (?P<items>.*)$")
+#: A library question's memory names each video's ids ``V2.F3`` (``library.answering``).
 _REF_ITEM = re.compile(
-    rf"(?P<first>[A-Z]\d+)(?:-(?P<last>[A-Z]\d+))? \((?P<start>{CLOCK})-(?P<end>{CLOCK})\)"
+    rf"(?P<tag>V\d+\.)?(?P<first>[A-Z]\d+)(?:-(?:V\d+\.)?(?P<last>[A-Z]\d+))? "
+    rf"\((?P<start>{CLOCK})-(?P<end>{CLOCK})\)"
 )
 _TIME = re.compile(rf"(?P<start>{CLOCK})(?:\s*[-–]\s*(?P<end>{CLOCK}))?")
 _DIRECT_FRAME = re.compile(rf"^(?P<id>D\d+): .*?(?P<at>{CLOCK})\s*$")
@@ -40,12 +42,14 @@ class RefItem:
     last: str
     start: float
     end: float
+    #: The video tag of a library question's memory (``V2.``), else empty.
+    tag: str = ""
 
     def ids_at(self, start: float, end: float) -> list[str]:
         """The ids of this item that stand for the stretch ``start``…``end``."""
         if self.first == self.last or self.first[0] == "T":
-            return [self.first]
-        prefix, a, b = self.first[0], int(self.first[1:]), int(self.last[1:])
+            return [self.tag + self.first]
+        prefix, a, b = self.tag + self.first[0], int(self.first[1:]), int(self.last[1:])
         length = max(self.end - self.start, 1e-6)
 
         def index(t: float) -> int:
@@ -75,6 +79,7 @@ def read_refs(memory: str) -> list[RefItem]:
                     item.group("last") or first,
                     seconds(item.group("start")),
                     seconds(item.group("end")),
+                    item.group("tag") or "",
                 )
             )
     return items

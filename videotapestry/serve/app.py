@@ -39,9 +39,15 @@ from videotapestry.serve.jobs import Job, JobStore, UnknownJobError
 from videotapestry.serve.limits import BodySizeLimit
 from videotapestry.serve.operations import (
     MAX_FRAME_WIDTH,
+    ServedHit,
+    ServedVideo,
     default_memory_dir,
     frame_jpeg,
+    library_dir,
+    library_videos,
     memory_outline,
+    search_library,
+    served_library,
 )
 from videotapestry.serve.roots import VIDEO_SUFFIXES, PathOutsideRootsError, Roots
 from videotapestry.serve.runner import JobRunner
@@ -92,6 +98,13 @@ class AskRequest(BaseModel):
     kind: Literal["ask"]
     memory: str = Field(description="a stored memory under the roots")
     video: str | None = Field(None, description="its video (omit to answer from memory only)")
+    question: str
+    options: list[str] = Field(default_factory=list, description="none: free-form")
+
+
+class LibraryAskRequest(BaseModel):
+    """A question across the served library (as ``ask --library``)."""
+
     question: str
     options: list[str] = Field(default_factory=list, description="none: free-form")
 
@@ -304,6 +317,45 @@ def create_app(settings: ServeSettings) -> FastAPI:
         correct = _answer_key(video, inputs.get("question"), inputs.get("options"))
         page = await asyncio.to_thread(trace_page, path, video=video, correct=correct)
         return HTMLResponse(page)
+
+    @app.post("/api/library/index", status_code=201)
+    async def index_library(request: Request) -> Job:
+        """Index every memory under the roots into the served library (``serve.library``):
+        a job, its progress the memories done, its result the update report. While one
+        runs, asking again returns it."""
+        runner = runner_of(request)
+        running = next((j for j in runner.store.unfinished() if j.kind == "library_index"), None)
+        inputs = {"library": str(library_dir(settings.config, roots))}
+        return runner.shown(running or runner.submit("library_index", inputs))
+
+    @app.get("/api/library/videos")
+    async def library_videos_route(request: Request) -> list[ServedVideo]:
+        """The videos the served library holds (those under the roots), by title."""
+        library = served_library(runner_of(request).vt, roots)
+        return await asyncio.to_thread(library_videos, library, roots)
+
+    @app.get("/api/library/search")
+    async def library_search(
+        request: Request,
+        q: str = Query(min_length=1, description="words to look for, by words and meaning"),
+        top: int = Query(10, ge=1, le=100, description="moments returned"),
+    ) -> list[ServedHit]:
+        """The moments across the library that fit ``q`` best: each with its video (open it
+        with GET /api/media?path=), its span and where a click seeks to."""
+        library = served_library(runner_of(request).vt, roots)
+        return await asyncio.to_thread(search_library, library, roots, q, top)
+
+    @app.post("/api/library/ask", status_code=201)
+    async def library_ask(request: Request, body: Annotated[LibraryAskRequest, Body()]) -> Job:
+        """Ask across the library: a job whose result is the answer, the videos it cites
+        and each citation in words with its video and time (``ServedLibraryAnswer``)."""
+        validate_question(body.question, body.options, max_chars=settings.config.question.max_chars)
+        inputs = {
+            "library": str(library_dir(settings.config, roots)),
+            "question": body.question,
+            "options": body.options,
+        }
+        return runner_of(request).shown(runner_of(request).submit("library_ask", inputs))
 
     @app.get("/api/evals")
     async def eval_runs() -> list[dict[str, Any]]:

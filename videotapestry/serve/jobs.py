@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field, ValidationError
 from videotapestry.errors import VideoTapestryError
 from videotapestry.kvstore import SqliteStore
 
-JobKind = Literal["build", "ask", "eval"]
+JobKind = Literal["build", "ask", "eval", "library_index", "library_ask"]
 JobState = Literal["queued", "running", "done", "failed", "cancelled"]
 
 #: States a job does not leave; the others are picked up again by a restarted server.

@@ -36,12 +36,25 @@ from videotapestry.errors import VideoTapestryError
 from videotapestry.memory import open_memory
 from videotapestry.memory.inspect import memory_tree
 from videotapestry.result import Result, load_result
-from videotapestry.serve.operations import ServedAnswer, default_memory_dir
+from videotapestry.serve.operations import (
+    ServedAnswer,
+    ServedHit,
+    ServedLibraryAnswer,
+    default_memory_dir,
+    served_library,
+)
+from videotapestry.serve.operations import answer_across_library as library_answer
+from videotapestry.serve.operations import search_library as search_operation
 from videotapestry.serve.roots import Roots
 from videotapestry.trace import scrub
 
 MEMORY_URI = "memory://{+path}"
 """The resource template of a memory's tree; ``path`` as ``list_memories`` names it."""
+
+NOTHING_FOUND = (
+    "nothing found: the library is empty or nothing in it fits (index it with POST "
+    "/api/library/index on videotapestry serve, or videotapestry library index)"
+)
 
 TRACES_FOLDER = "videotapestry-traces"
 """Where answers' traces go by default: under the first root, so ``read_trace`` can read them."""
@@ -51,7 +64,8 @@ INSTRUCTIONS = (
     "list_videos and list_memories name them). Build a video's memory once with "
     "build_memory, then ask questions with answer_question: give options for a "
     "multiple-choice question, none for a free-form one. Every answer cites the moments of "
-    "the video it rests on; a non-empty 'degraded' list means the run lost part of the method."
+    "the video it rests on; a non-empty 'degraded' list means the run lost part of the method. "
+    "search_library and answer_across_library work across every video in the library."
 )
 
 
@@ -104,6 +118,10 @@ class BuildOutput(BaseModel):
     wall_s: float
     failures: list[BuildFailure]
     degradations: list[BuildDegradation]
+
+
+class LibrarySearchOutput(BaseModel):
+    hits: list[ServedHit] = Field(description="the moments found, best first")
 
 
 class TraceOutput(BaseModel):
@@ -224,6 +242,44 @@ def create_mcp_server(settings: McpSettings) -> MCPServer:
                 result.save_trace, traces_dir / _trace_name(result)
             )
             served = ServedAnswer.of(result, trace=roots.relative(trace))
+            return CallToolResult(
+                content=[TextContent(type="text", text=served.text())],
+                structured_content=served.model_dump(mode="json"),
+            )
+
+    @server.tool()
+    async def search_library(
+        query: Annotated[str, Field(min_length=1, description="words to look for")],
+        top: Annotated[int, Field(ge=1, le=100, description="moments returned")] = 10,
+    ) -> Annotated[CallToolResult, LibrarySearchOutput]:
+        """Search every video in the library (the memories under the roots, indexed) for
+        moments that fit the query, by their words and their meaning: each hit names its
+        video, its time span, its level and its text."""
+        with _tool_errors():
+            library = served_library(vt, roots)
+            hits = await anyio.to_thread.run_sync(search_operation, library, roots, query, top)
+            found = LibrarySearchOutput(hits=hits)
+            lines = [f"{n}. {hit.line()}" for n, hit in enumerate(hits, 1)]
+            return CallToolResult(
+                content=[TextContent(type="text", text="\n".join(lines) or NOTHING_FOUND)],
+                structured_content=found.model_dump(mode="json"),
+            )
+
+    @server.tool()
+    async def answer_across_library(
+        question: Annotated[str, Field(min_length=1)],
+        options: Annotated[
+            list[str] | None,
+            Field(description='2 to 26 options ("A. …" or plain texts); none: free-form'),
+        ] = None,
+    ) -> Annotated[CallToolResult, ServedLibraryAnswer]:
+        """Answer a question across the library: the videos whose moments fit it are asked
+        with the full method, and one answer cites (video, time). "None of the videos in the
+        library shows this." is an answer. The text names each cited video and moment in
+        words; the structured result has every field."""
+        with _tool_errors():
+            library = served_library(vt, roots)
+            served = await library_answer(library, roots, question, options or [])
             return CallToolResult(
                 content=[TextContent(type="text", text=served.text())],
                 structured_content=served.model_dump(mode="json"),

@@ -9,6 +9,7 @@ a served answer is the answer ``ask`` would print.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import threading
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from videotapestry.api import VideoTapestry
     from videotapestry.config import Config
     from videotapestry.embeddings import Embedder
+    from videotapestry.library import IndexedVideo, Library, LibraryIndex, LibraryResult, SearchHit
     from videotapestry.result import Result
     from videotapestry.serve.roots import Roots
 
@@ -367,3 +369,308 @@ def _frame_jpeg(path: str, size: int, mtime_ns: int, t: float, width: int) -> by
     if image.shape[1] != width or image.shape[0] != height:
         image = cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
     return encode_jpeg(image, max_side=max(width, height), quality=FRAME_QUALITY)
+
+
+# ----------------------------------------------------------------------------- the library
+
+#: Where the served library is kept when ``serve.library`` names no folder: in the first
+#: root, hidden (the listings and the library's own walk skip dot-folders).
+LIBRARY_FOLDER = ".videotapestry-library"
+
+
+def library_dir(config: Config, roots: Roots) -> Path:
+    """The served library's folder: ``serve.library``, else :data:`LIBRARY_FOLDER` in the
+    first root."""
+    named = config.serve.library
+    return Path(named).expanduser().absolute() if named else roots.folders[0] / LIBRARY_FOLDER
+
+
+def served_video(roots: Roots, memory: Path, named: str | None) -> Path | None:
+    """The video of a memory as a client may open it: the file its build report names when
+    that lies under the roots, else the video a served build takes the memory from
+    (``<root>/<path>.<suffix>`` for ``<root>/memories/<path>``), else None (answered from the
+    memory alone). A file outside the roots is never read or named."""
+    from videotapestry.serve.roots import VIDEO_SUFFIXES
+
+    if named:
+        resolved = Path(named).resolve()
+        if roots.contains(resolved) and resolved.is_file():
+            return resolved
+    for root in roots.folders:
+        stored = root / MEMORIES_FOLDER
+        if memory.is_relative_to(stored):
+            stem = root / memory.relative_to(stored)
+            for suffix in sorted(VIDEO_SUFFIXES):
+                if stem.with_suffix(suffix).is_file():
+                    return stem.with_suffix(suffix).resolve()
+    return None
+
+
+def served_library(vt: VideoTapestry, roots: Roots) -> Library:
+    """The served library answered with ``vt``: its index confined to the roots (hits and
+    videos of memories outside them are left out, each video is one under the roots)."""
+    library = vt.library(library_dir(vt.config, roots))
+    library.index = _rooted_index(library.index.path, vt.embedder, roots)
+    return library
+
+
+def _rooted_index(path: Path, embedder: Embedder, roots: Roots) -> LibraryIndex:
+    from videotapestry.library import LibraryIndex
+
+    class RootedIndex(LibraryIndex):
+        """A library index that shows only what lies under the roots."""
+
+        def search(
+            self, query: str, top_k: int = 10, *, levels: Sequence[str] | None = None
+        ) -> list[SearchHit]:
+            hits = super().search(query, top_k, levels=levels)
+            return [_rooted(roots, hit) for hit in hits if roots.contains(Path(hit.memory))]
+
+        def videos(self) -> list[IndexedVideo]:
+            return [_rooted(roots, v) for v in super().videos() if roots.contains(Path(v.memory))]
+
+    return RootedIndex(path, embedder)
+
+
+def _rooted(roots: Roots, item: Any) -> Any:
+    video = served_video(roots, Path(item.memory), item.video)
+    return dataclasses.replace(item, video=str(video) if video else None)
+
+
+def index_library(
+    library: Library,
+    roots: Roots,
+    progress: Callable[[str, float, float | None], None] | None = None,
+) -> dict[str, Any]:
+    """Index every memory under the roots into the served library (new and changed ones,
+    those gone removed); its update report, paths named relative to the roots. Blocking: run
+    it on a thread. A memory reached through a symlink out of the roots is not indexed."""
+    from videotapestry.library import find_memories
+
+    memories = [m for m in find_memories(roots.folders) if roots.contains(m)]
+
+    def advance(_memory: str, done: int, total: int) -> None:
+        if progress is not None:
+            progress("library", done, total)
+
+    report = library.index.update(memories, progress=advance)
+    return {
+        "library": _named(roots, library.index.path),
+        "added": [_named(roots, Path(m)) for m in report.added],
+        "updated": [_named(roots, Path(m)) for m in report.updated],
+        "removed": [_named(roots, Path(m)) for m in report.removed],
+        "unchanged": report.unchanged,
+        "moments_written": report.rows_written,
+        "moments": library.index.count(),
+        "failed": [{"memory": _named(roots, Path(m)), "why": why} for m, why in report.failed],
+    }
+
+
+def _named(roots: Roots, path: Path) -> str:
+    """``path`` relative to its root; by its name alone when no root holds it."""
+    try:
+        return roots.relative(path)
+    except VideoTapestryError:
+        return f"(outside the roots)/{path.name}"
+
+
+def _relative(roots: Roots, path: str | None) -> str | None:
+    return _named(roots, Path(path)) if path else None
+
+
+class ServedHit(BaseModel):
+    """A moment the library search found, as a client shows it and opens it."""
+
+    title: str = Field(description="its video's title")
+    memory: str = Field(description="its memory, relative to its root")
+    video: str | None = Field(
+        description="its video relative to its root (GET /api/media?path=), or null when no "
+        "video under the roots is known"
+    )
+    level: str = Field(description="video, stage, event, action, screen, entity or speech")
+    node_id: str
+    start_s: float
+    end_s: float
+    when: str = Field(description='its span as shown: "03:32–04:18"')
+    seek_s: float = Field(description="where a click seeks to: the span's start")
+    text: str
+    score: float
+
+    @classmethod
+    def of(cls, roots: Roots, hit: SearchHit) -> ServedHit:
+        from videotapestry.views.citation_text import span_text
+
+        return cls(
+            title=hit.title,
+            memory=_named(roots, Path(hit.memory)),
+            video=_relative(roots, hit.video),
+            level=hit.level,
+            node_id=hit.node_id,
+            start_s=hit.start_s,
+            end_s=hit.end_s,
+            when=span_text(hit.start_s, hit.end_s),
+            seek_s=hit.start_s,
+            text=hit.text,
+            score=round(hit.score, 6),
+        )
+
+    def line(self) -> str:
+        """The hit in words: title, time, level, text; its video (no internal ids)."""
+        from videotapestry.views.citation_text import trimmed
+
+        where = f"\n   video: {self.video}" if self.video else f"\n   memory: {self.memory}"
+        return f"{self.title} — {self.when} ({self.level}): {trimmed(self.text, 160)}{where}"
+
+
+class ServedVideo(BaseModel):
+    """A video the library holds."""
+
+    title: str
+    memory: str = Field(description="its memory, relative to its root")
+    video: str | None = Field(description="its video relative to its root, or null")
+    duration_s: float
+    summary: str
+    moments: int
+
+
+def search_library(library: Library, roots: Roots, query: str, top: int) -> list[ServedHit]:
+    """The ``top`` moments across the library that fit ``query``. Blocking."""
+    return [ServedHit.of(roots, hit) for hit in library.search(query, top)]
+
+
+def library_videos(library: Library, roots: Roots) -> list[ServedVideo]:
+    """What the served library holds, by title. Blocking."""
+    index = library.index
+    return [
+        ServedVideo(
+            title=video.title,
+            memory=_named(roots, Path(video.memory)),
+            video=_relative(roots, video.video),
+            duration_s=video.duration_s,
+            summary=video.summary,
+            moments=index.count(video.key),
+        )
+        for video in index.videos()
+    ]
+
+
+class ShownLibraryCitation(BaseModel):
+    """A claim of a library answer in words, with the video it rests on and its sources in
+    words, each with the moment a click seeks to (open ``video`` with GET /api/media)."""
+
+    claim: str
+    title: str = Field(description="the cited video's title")
+    memory: str
+    video: str | None = Field(description="the cited video relative to its root, or null")
+    sources: list[ShownSource]
+
+
+class ServedLibraryAnswer(BaseModel):
+    """A question answered across the library, as both front ends send it: what
+    ``ask --library --json`` prints (paths relative to the roots), with each citation in
+    words and the usage as a line."""
+
+    question: str
+    options: list[str]
+    answer: str = Field(description="the option letter, or the answer in words (free-form)")
+    answer_text: str
+    reasoning: str
+    none_found: bool = Field(description="true when no video in the library shows this")
+    answered_from: list[str] = Field(description="the titles of the videos cited")
+    citations: list[dict[str, Any]] = Field(
+        description="each claim with its video and sources, ids included (for display, use "
+        "citations_shown)"
+    )
+    citations_shown: list[ShownLibraryCitation] = Field(
+        description="the citations as a person reads them, one per item of citations"
+    )
+    videos: list[dict[str, Any]] = Field(
+        description="each video asked: title, memory, video, its own answer and usage"
+    )
+    degraded: list[str] = Field(description="what any video's run lost of the method")
+    invalid_citations: list[str]
+    usage: dict[str, Any]
+    usage_text: str
+    elapsed_s: float
+
+    @classmethod
+    def of(cls, roots: Roots, result: LibraryResult) -> ServedLibraryAnswer:
+        from videotapestry.views.citation_text import (
+            claim_text,
+            moment_text,
+            seek_s,
+            source_text,
+            stored_texts,
+        )
+
+        data = result.to_dict()
+        for item in (*data["citations"], *data["videos"]):
+            item["memory"] = _named(roots, Path(item["memory"]))
+            item["video"] = _relative(roots, item["video"])
+        texts = {
+            c.tag: stored_texts(run.levels)
+            for c, run in zip(result.candidates, result.runs, strict=True)
+        }
+        shown = [
+            ShownLibraryCitation(
+                claim=claim_text(citation.claim),
+                title=citation.title,
+                memory=_named(roots, Path(citation.memory)),
+                video=_relative(roots, citation.video),
+                sources=[
+                    ShownSource(
+                        kind=source.kind,
+                        level=source.level,
+                        shown=source_text(
+                            source, texts=texts.get(citation.tag), claim=citation.claim
+                        ),
+                        when=moment_text(source),
+                        seek_s=seek_s(source),
+                        start_s=source.start_s,
+                        end_s=source.end_s,
+                    )
+                    for source in citation.sources
+                ],
+            )
+            for citation in result.citations
+        ]
+        return cls(
+            **{key: data[key] for key in _LIBRARY_FIELDS},
+            citations_shown=shown,
+            usage_text=result.usage.describe(),
+        )
+
+    def text(self) -> str:
+        """The answer as a person reads it: the answer, the videos it rests on, each claim
+        with its video and its sources in words, what was lost, the cost. No internal ids."""
+        from videotapestry.question import option_label
+
+        chosen = next((o for o in self.options if option_label(o) == self.answer), "")
+        lines = [f"answer: {chosen or self.answer_text or self.answer or '(none)'}"]
+        if self.answered_from:
+            lines.append(f"from: {'; '.join(self.answered_from)}")
+        for n, citation in enumerate(self.citations_shown, 1):
+            lines.append(f"claim {n}: {citation.claim}")
+            where = citation.video or citation.memory
+            lines += [f"  cites {citation.title} ({where}): {s.shown}" for s in citation.sources]
+        asked = ", ".join(v["title"] for v in self.videos) or "none (no moment matched)"
+        lines.append(f"videos asked: {asked}")
+        lines += [f"degraded: {line}" for line in self.degraded]
+        if self.usage_text:
+            lines.append(f"cost: {self.usage_text}")
+        return "\n".join(lines)
+
+
+_LIBRARY_FIELDS = (
+    "question", "options", "answer", "answer_text", "reasoning", "none_found",
+    "answered_from", "citations", "videos", "degraded", "invalid_citations", "usage",
+    "elapsed_s",
+)  # fmt: skip
+
+
+async def answer_across_library(
+    library: Library, roots: Roots, question: str, options: Sequence[str] = ()
+) -> ServedLibraryAnswer:
+    """A question answered across the served library (as ``ask --library``)."""
+    result = await library.aanswer(question, list(options))
+    return ServedLibraryAnswer.of(roots, result)

@@ -25,9 +25,12 @@ from videotapestry.serve.operations import (
     JobCancelledError,
     ReportingProgress,
     ServedAnswer,
+    answer_across_library,
     answer_question,
     build_memory,
+    index_library,
     level_event,
+    served_library,
 )
 from videotapestry.serve.roots import PathOutsideRootsError, Roots
 from videotapestry.trace import scrub
@@ -39,7 +42,13 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 
 #: The inputs of a job that name a file or folder (stored resolved, shown relative).
-_PATH_INPUTS = ("video", "out", "subtitles", "memory", "annotations", "videos", "memories")
+_PATH_INPUTS = (
+    "video", "out", "subtitles", "memory", "annotations", "videos", "memories", "library",
+)  # fmt: skip
+
+#: Jobs whose work runs on a thread: a cancel stops them at their next step (their finished
+#: steps kept), not by cancelling the task that awaits the thread.
+_ON_THREADS = frozenset({"build", "library_index"})
 
 #: A build's progress is written to the store and sent to its followers at most this often
 #: per stage (a share of the stage's total): a scan advances once a frame.
@@ -91,6 +100,8 @@ class JobRunner:
             "build": asyncio.Semaphore(limits.max_builds),
             "ask": asyncio.Semaphore(limits.max_questions),
             "eval": asyncio.Semaphore(limits.max_questions),
+            "library_index": asyncio.Semaphore(1),  # the library has one writer
+            "library_ask": asyncio.Semaphore(limits.max_questions),
         }
         self._loop = asyncio.get_running_loop()
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -127,7 +138,7 @@ class JobRunner:
         if job_id in self._cancels:
             self._cancels[job_id].set()
         task = self._tasks.get(job_id)
-        if task is not None and job.kind != "build":
+        if task is not None and job.kind not in _ON_THREADS:
             task.cancel()
         return self._set(job_id, state="cancelled", error="cancelled by the client")
 
@@ -187,7 +198,13 @@ class JobRunner:
                 if self.store.get(job.id).finished:  # cancelled while it waited
                     return
                 job = self._set(job.id, state="running", attempts=job.attempts + 1)
-                work = {"build": self._build, "ask": self._ask, "eval": self._eval}.get(job.kind)
+                work = {
+                    "build": self._build,
+                    "ask": self._ask,
+                    "eval": self._eval,
+                    "library_index": self._library_index,
+                    "library_ask": self._library_ask,
+                }.get(job.kind)
                 if work is None:
                     raise VideoTapestryError(f"job kind {job.kind!r} is not served")
                 result = await work(job)
@@ -249,6 +266,28 @@ class JobRunner:
         trace = self.traces / f"{job.id}.json"
         await asyncio.to_thread(result.save_trace, trace)
         return ServedAnswer.of(result, trace=f"/api/jobs/{job.id}/trace").model_dump(mode="json")
+
+    async def _library_index(self, job: Job) -> dict[str, Any]:
+        """The served library brought up to date with the memories under the roots; a
+        cancel stops it after the memory being indexed (those done are kept)."""
+        cancel = self._cancels.setdefault(job.id, threading.Event())
+        report = self._threadsafe(self._stage_reporter(job.id))
+
+        def progress(stage: str, done: float, total: float | None) -> None:
+            if cancel.is_set():
+                raise JobCancelledError("the indexing was cancelled; memories indexed are kept")
+            report(stage, done, total)
+
+        library = served_library(self.vt, self.roots)
+        return await asyncio.to_thread(index_library, library, self.roots, progress)
+
+    async def _library_ask(self, job: Job) -> dict[str, Any]:
+        inputs = job.inputs
+        library = served_library(self.vt, self.roots)
+        served = await answer_across_library(
+            library, self.roots, inputs["question"], inputs.get("options", [])
+        )
+        return served.model_dump(mode="json")
 
     async def _eval(self, job: Job) -> dict[str, Any]:
         """A benchmark run into its run directory; a server restarted part-way runs the same

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+
 from videotapestry.memory import (
     EntityGroup,
     EntityNode,
@@ -22,6 +24,8 @@ from videotapestry.memory import (
     VideoMemory,
     new_manifest,
 )
+from videotapestry.memory.embedding_index import embeddable_nodes, embedding_text, texts_digest
+from videotapestry.memory.types import NodeEmbeddings
 
 ENTITIES, EVENTS, OCR = 8, 9, 4  # 21 nodes per MacroEvent
 
@@ -263,4 +267,22 @@ def synthetic_memory(
         relations=relations,
         unification=groups,
         manifest=new_manifest("synthetic", video_fingerprint=fingerprint),
+    )
+
+
+def with_fake_embeddings(
+    memory: VideoMemory, model_name: str, *, dimension: int = 384, seed: int = 0
+) -> VideoMemory:
+    """``memory`` carrying deterministic node vectors labelled as ``model_name``'s: seeded
+    random unit vectors, one per embedded node (the rows a real build stores, with the real
+    texts digest, so they count as valid for the memory). For benchmarks that need embedded
+    memories fast: whatever reuses stored vectors of ``model_name`` skips the model. The
+    vectors carry no meaning, so a search by them finds nothing in particular."""
+    nodes = embeddable_nodes(memory)
+    ids = [n.id for n in nodes]
+    vectors = np.random.default_rng(seed).standard_normal((len(ids), dimension))
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    digest = texts_digest(ids, [embedding_text(n) for n in nodes])
+    return memory.with_embeddings(
+        NodeEmbeddings(model_name, tuple(ids), vectors.astype(np.float32), digest)
     )

@@ -3,7 +3,8 @@
 // (textContent / createTextNode), never as HTML, so a memory holding markup shows it as text.
 "use strict";
 
-const state = { videos: [], memories: [], current: null, buildNotes: {}, outline: null, asked: null };
+const state = { videos: [], memories: [], current: null, buildNotes: {}, outline: null, asked: null,
+  searched: null };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -280,18 +281,24 @@ function showAnswer(job) {
   // when the question was asked with its video (a click on the picture is a click on it).
   const shown = r.citations_shown || [];
   for (const citation of shown) {
-    const buttons = citation.sources.map((source) => el("button", {
-      type: "button", class: video ? "plain cite pictured" : "plain cite",
-      dataset: { seek: String(source.seek_s) },
-      title: source.shown, "aria-label": `play from ${source.when}: ${source.shown}`,
-      onclick: () => seek(source.seek_s, video),
-    }, video ? thumbnail(video, source) : null, source.when));
+    const buttons = citation.sources.map((source) => citeButton(source, video));
     citations.append(el("li", {}, ...buttons, citation.claim));
   }
   renderCues(shown.flatMap((c) => c.sources.map((source) => ({ source, claim: c.claim }))));
   document.getElementById("usage").textContent = r.usage_text ? `cost: ${r.usage_text}` : "";
   document.getElementById("trace-page").href = `/api/jobs/${job.id}/trace.html`;
   document.getElementById("trace-json").href = `/api/jobs/${job.id}/trace`;
+}
+
+// A cited source as a button that plays the video given (the open one when null) from its moment,
+// with that moment's frame when the video is known.
+function citeButton(source, video) {
+  return el("button", {
+    type: "button", class: video ? "plain cite pictured" : "plain cite",
+    dataset: { seek: String(source.seek_s) },
+    title: source.shown, "aria-label": `play from ${source.when}: ${source.shown}`,
+    onclick: () => seek(source.seek_s, video),
+  }, video ? thumbnail(video, source) : null, source.when);
 }
 
 // A cited moment's frame, from the server's frame route, loaded when it scrolls near; one
@@ -452,13 +459,169 @@ async function refreshJobs() {
   let jobs = [];
   try { jobs = await api("/api/jobs"); } catch (e) { return; }
   list.replaceChildren(...jobs.slice(0, 20).map((job) => {
-    const what = job.kind === "ask" ? job.inputs.question
+    const what = job.kind === "ask" || job.kind === "library_ask" ? job.inputs.question
       : job.kind === "eval" ? `${job.inputs.benchmark} → ${job.inputs.out}`
-        : job.inputs.video;
+        : job.kind === "library_index" ? job.inputs.library : job.inputs.video;
     return el("li", { dataset: { state: job.state } },
       el("span", { class: "time" }, new Date(job.created_at * 1000).toLocaleTimeString()),
       `${job.kind} · ${job.state} · `, what || "", job.error ? ` · ${job.error}` : "");
   }));
+}
+
+// -- across the library (SPEC §15) ------------------------------------------------------
+
+// A video the library names by its path under the roots, as the player opens it: the one
+// listed under Videos, else one made of its path and title; null when it has no video.
+function libraryVideo(path, title) {
+  if (!path) return null;
+  return state.videos.find((v) => v.path === path)
+    || { path, name: title || path, questions: [], memory: null };
+}
+
+// What the library holds; with nothing in it, the line saying what to do.
+async function loadLibraryIndex() {
+  const count = document.getElementById("lib-count");
+  let videos;
+  try { videos = await api("/api/library/videos"); } catch (e) {
+    count.hidden = false;
+    count.textContent = String(e.message || e);
+    return;
+  }
+  document.getElementById("lib-empty").hidden = videos.length > 0;
+  count.hidden = !videos.length;
+  count.textContent = shorten(`${videos.length} ${videos.length === 1 ? "video" : "videos"} in the `
+    + `library: ${videos.map((v) => v.title).join(", ")}`, 240);
+}
+
+function indexedText(r) {
+  const parts = [`library indexed: ${r.added.length} added, ${r.updated.length} updated, `
+    + `${r.removed.length} removed, ${r.unchanged} unchanged; ${r.moments} moments`];
+  for (const failed of r.failed || []) parts.push(`failed: ${failed.memory}: ${failed.why}`);
+  return parts.join("; ");
+}
+
+document.getElementById("lib-index").addEventListener("click", async () => {
+  const button = document.getElementById("lib-index");
+  const bar = document.getElementById("lib-index-bar");
+  const status = document.getElementById("lib-index-state");
+  button.disabled = true;
+  bar.hidden = false;
+  bar.removeAttribute("value");
+  status.textContent = "starting";
+  delete status.dataset.state;
+  try {
+    const job = await api("/api/library/index", { method: "POST" });
+    follow(job.id, {
+      progress: (event) => {
+        status.textContent = `indexing: ${Math.round(event.done)}/${event.total ?? "?"} memories`;
+        if (event.total) { bar.max = String(event.total); bar.value = String(event.done); }
+      },
+      end: async (finished) => {
+        button.disabled = false;
+        bar.max = "1";
+        bar.value = finished.state === "done" ? "1" : "0";
+        status.textContent = finished.state === "done"
+          ? indexedText(finished.result) : `${finished.state}: ${finished.error || ""}`;
+        status.dataset.state = finished.state;
+        await loadLibraryIndex();
+        refreshJobs();
+      },
+    });
+  } catch (e) {
+    button.disabled = false;
+    status.textContent = String(e.message || e);
+  }
+});
+
+// A moment found: its frame, video title, time, level and text; a click plays it.
+function hitItem(hit) {
+  const video = libraryVideo(hit.video, hit.title);
+  const text = el("span", { class: "hit-text" },
+    el("span", { class: "title" }, hit.title), " ", el("span", { class: "time" }, hit.when),
+    el("span", { class: "kind" }, hit.level),
+    el("span", { class: "text" }, shorten(hit.text, 220)),
+    video ? null : el("span", { class: "kind" }, "no video of it under the roots"));
+  const button = el("button", { type: "button", class: "hit",
+    dataset: { seek: String(hit.seek_s), video: hit.video || "" },
+    title: video ? `play from ${hit.when}` : "", onclick: () => seek(hit.seek_s, video) },
+  video ? thumbnail(video, hit) : null, text);
+  button.disabled = !video;
+  return el("li", {}, button);
+}
+
+document.getElementById("lib-search-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const query = document.getElementById("lib-query").value.trim();
+  const list = document.getElementById("lib-hits");
+  const line = document.getElementById("lib-search-state");
+  if (!query) return;
+  state.searched = query;  // the latest search wins: an earlier, slower reply is dropped
+  line.textContent = "searching";
+  list.replaceChildren();
+  try {
+    const hits = await api(`/api/library/search?q=${encodeURIComponent(query)}&top=10`);
+    if (state.searched !== query) return;
+    line.textContent = hits.length ? `${hits.length} ${hits.length === 1 ? "moment" : "moments"}`
+      : "nothing in the library fits that (is the library indexed?)";
+    list.replaceChildren(...hits.map(hitItem));
+  } catch (e) {
+    if (state.searched === query) line.textContent = String(e.message || e);
+  }
+});
+
+document.getElementById("lib-ask-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const line = document.getElementById("lib-ask-state");
+  const button = document.getElementById("lib-ask");
+  document.getElementById("lib-result").hidden = true;
+  button.disabled = true;
+  line.textContent = "asking across the library";
+  try {
+    const job = await api("/api/library/ask", { method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ question: document.getElementById("lib-question").value }) });
+    follow(job.id, {
+      end: (finished) => {
+        button.disabled = false;
+        line.textContent = "";
+        showLibraryAnswer(finished);
+        refreshJobs();
+      },
+    });
+  } catch (e) {
+    button.disabled = false;
+    line.textContent = String(e.message || e);
+  }
+});
+
+// A library answer: the answer, the videos it came from, and each claim with its video and
+// sources; a source plays its video from its moment (one with no video is shown, not played).
+function showLibraryAnswer(job) {
+  const answer = document.getElementById("lib-answer");
+  const from = document.getElementById("lib-from");
+  const citations = document.getElementById("lib-citations");
+  const degraded = document.getElementById("lib-degraded");
+  document.getElementById("lib-result").hidden = false;
+  citations.replaceChildren();
+  degraded.replaceChildren();
+  const r = job.state === "done" ? job.result : null;
+  answer.dataset.state = job.state;
+  answer.textContent = r ? (r.answer_text || r.answer || "(no answer)")
+    : `${job.state}: ${job.error || ""}`;
+  from.textContent = !r ? "" : r.none_found ? "None of the videos in the library shows this."
+    : `from: ${r.answered_from.join(", ")}`;
+  document.getElementById("lib-reasoning").textContent = r ? r.reasoning || "" : "";
+  for (const line of r ? r.degraded : []) degraded.append(el("li", {}, `degraded: ${line}`));
+  degraded.hidden = !degraded.children.length;
+  for (const citation of r ? r.citations_shown : []) {
+    const video = libraryVideo(citation.video, citation.title);
+    const buttons = citation.sources.map((source) => citeButton(source, video));
+    for (const b of buttons) { b.dataset.video = citation.video || ""; b.disabled = !video; }
+    citations.append(el("li", {}, el("span", { class: "title" }, `${citation.title}: `),
+      ...buttons, citation.claim));
+  }
+  if (r && !r.citations_shown.length) citations.append(el("li", { class: "muted" }, "the answer cites nothing"));
+  document.getElementById("lib-usage").textContent = r && r.usage_text ? `cost: ${r.usage_text}` : "";
 }
 
 // -- eval runs ----------------------------------------------------------------------------
@@ -494,5 +657,6 @@ document.getElementById("compare").addEventListener("click", async () => {
 });
 
 loadLibrary();
+loadLibraryIndex();
 loadEvals();
 refreshJobs();
