@@ -290,7 +290,7 @@ def profile_line(profile: Profile) -> str:
     writing = max(0.0, s["index_memory"] - inner)
     return (
         f"  profile: reading {s['reading']:.1f} s, moments {s['moments']:.1f} s, "
-        f"vectors {s['vectors']:.1f} s, writing {writing:.1f} s (merge_insert), "
+        f"vectors {s['vectors']:.1f} s, writing {writing:.1f} s, "
         f"videos table {s['videos']:.1f} s, FTS {s['FTS']:.1f} s, IVF-PQ {s['IVF-PQ']:.1f} s, "
         f"optimize {s['optimize']:.1f} s"
     )
