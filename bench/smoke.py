@@ -36,6 +36,7 @@ STDERR_LINES = 12  # of a failed script's stderr, in the report
 #: The slowest scripts at smoke size, started first (longest first) so that the workers
 #: finish close together instead of one running a long script alone at the end.
 SLOWEST_FIRST = (
+    "bench_prompt_cache",
     "bench_paper_setting",
     "bench_method",
     "bench_ray",
