@@ -17,7 +17,6 @@ whenever every row is priced.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,8 +34,7 @@ from videotapestry.eval.scoring import Accuracy  # noqa: E402
 from videotapestry.testing.fact_bench import (  # noqa: E402
     VariantRun,
     bench_arguments,
-    bench_video,
-    compare_offline_variants,
+    compare_on_bench_video,
 )
 
 #: The full method's per-question call budgets (it makes 14 calls a question uncapped here).
@@ -98,17 +96,9 @@ def budget_cut(run: VariantRun) -> int:
 def main() -> None:
     smoke(SMOKE_ARGS)
     args = bench_arguments(__doc__.split("\n\n")[0])
-    started = time.perf_counter()
-    video = bench_video(cache_dir(), args)
-    print(f"video: {video.path.name}, {len(video.questions)} questions, "
-          f"{time.perf_counter() - started:.1f} s to write")  # fmt: skip
-    comparison = compare_offline_variants(
-        video,
-        cache_dir(f"{video.path.stem}.memory"),
-        concurrency=args.concurrency,
-        rows={name: overrides for name, (_, _, overrides) in ROWS.items()},
+    video, comparison = compare_on_bench_video(
+        cache_dir(), args, rows={name: overrides for name, (_, _, overrides) in ROWS.items()}
     )
-    print(f"build: {comparison.build_s:.1f} s, {comparison.build_calls} model calls")
     runs = [comparison.runs[name] for name in ROWS]
     points = [cost_point(v, b, run) for (v, b, _), run in zip(ROWS.values(), runs, strict=True)]
     front = front_of(points)  # on prompt tokens: the offline model is priced at $0

@@ -17,7 +17,6 @@ screen, so a quick run shows 4 and asks fewer).
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,8 +26,7 @@ from benchkit import cache_dir, smoke  # noqa: E402
 
 from videotapestry.testing.fact_bench import (  # noqa: E402
     bench_arguments,
-    bench_video,
-    compare_offline_variants,
+    compare_on_bench_video,
 )
 
 #: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
@@ -46,14 +44,7 @@ SMOKE_FIGURES: tuple[str, ...] = (
 def main() -> None:
     smoke(SMOKE_ARGS)
     args = bench_arguments(__doc__.split("\n\n")[0])
-    started = time.perf_counter()
-    video = bench_video(cache_dir(), args)
-    print(f"video: {video.path.name}, {len(video.questions)} questions, "
-          f"{time.perf_counter() - started:.1f} s to write")  # fmt: skip
-    comparison = compare_offline_variants(
-        video, cache_dir(f"{video.path.stem}.memory"), concurrency=args.concurrency
-    )
-    print(f"build: {comparison.build_s:.1f} s, {comparison.build_calls} model calls")
+    _, comparison = compare_on_bench_video(cache_dir(), args)
     full, direct = comparison.runs["full"], comparison.runs["direct"]
     print(
         f"{'question':<10} {'fact at':>8} {'right':>5} {'full':>5} {'s':>6} {'direct':>6} {'s':>6}"

@@ -161,7 +161,7 @@ def _library(hits: list[SearchHit], answer_video) -> object:
         service=None,  # type: ignore[arg-type]
         prompts=None,  # type: ignore[arg-type]
         answer_video=answer_video,
-        load_memory=lambda memory: None,  # type: ignore[arg-type,return-value]
+        load_memory=lambda memory, fingerprint: None,  # type: ignore[arg-type,return-value]
     )
 
 

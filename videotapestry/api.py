@@ -225,7 +225,9 @@ class VideoTapestry:
             service=self.service,
             prompts=self.prompts,
             answer_video=answer_video,
-            load_memory=lambda memory: self.load_memory(memory).memory,
+            load_memory=lambda memory, fingerprint: (
+                self.load_memory(memory, video_fingerprint=fingerprint).memory
+            ),
             max_videos=max_videos,
             citations=self.config.answer.citations,
             max_question_chars=self.config.question.max_chars,

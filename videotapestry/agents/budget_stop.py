@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from videotapestry.agents.context import RunContext
 from videotapestry.agents.focus import focus_memories
-from videotapestry.agents.level_protocol import labelled_text
+from videotapestry.agents.level_protocol import super_texts
 from videotapestry.agents.skim import skim_memories
 from videotapestry.agents.state import (
     AGENT_NAMES,
@@ -129,11 +129,7 @@ def _stored_texts(
 ) -> dict[str, str]:
     """What the level would have shown its agent before any observation."""
     if level == "super":
-        return {
-            s.id: labelled_text(s.label, s.description)
-            for s in ctx.memory.super_events()
-            if s.id in set(candidates)
-        }
+        return {i: text for i, text in super_texts(ctx.memory).items() if i in candidates}
     if level == "macro":
         return skim_memories(ctx, candidates).texts
     return focus_memories(ctx, candidates, question, instruction_in).texts

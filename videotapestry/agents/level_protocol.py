@@ -154,6 +154,11 @@ def labelled_text(label: str, text: str) -> str:
     return f"{label}: {text}" if label else text
 
 
+def super_texts(memory: VideoMemory) -> dict[str, str]:
+    """Each SuperEvent's stored text, as the Super level shows it before any observation."""
+    return {s.id: labelled_text(s.label, s.description) for s in memory.super_events()}
+
+
 def clean(text: str) -> str:
     """Memory text as stored: option-steering sentences removed."""
     return strip_option_steering(text or "").strip()

@@ -21,10 +21,10 @@ from videotapestry.agents.level_protocol import (
     call_or_fallback,
     clean,
     decide,
-    labelled_text,
     level_record,
     memories_text,
     observation_sources,
+    super_texts,
     update_record,
     update_requests_json,
 )
@@ -151,7 +151,7 @@ async def run_overview(
     supers = memory.super_events()
     ids = [s.id for s in supers]
     spans = {s.id: (s.time_range.start, s.time_range.end) for s in supers}
-    static = {s.id: labelled_text(s.label, s.description) for s in supers}
+    static = super_texts(memory)
     log = LevelLog("super")
     budget = LevelBudget(config.agents.level_limits)
     duration = ctx.duration_s

@@ -33,6 +33,7 @@ from videotapestry.agents.level_protocol import (
     level_variables,
     memories_text,
     rewrite_nodes,
+    super_texts,
 )
 from videotapestry.agents.overview import (
     SuperEvidence,
@@ -112,7 +113,7 @@ async def run_controller(
     limits = combined_limits(config.agents.level_limits)
     budget = LevelBudget(limits)
     log = LevelLog("controller")
-    static = {s.id: labelled_text(s.label, s.description) for s in memory.super_events()}
+    static = super_texts(memory)
     static |= {m.id: labelled_text(m.label, m.summary) for m in memory.macro_events()}
     state = _Controller(texts=dict(static), static=dict(static))
     located: MultiAnchorResult | None = None

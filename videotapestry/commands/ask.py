@@ -30,6 +30,7 @@ from videotapestry.commands.common import (
     unwritten_trace,
 )
 from videotapestry.errors import ConfigError, VideoTapestryError
+from videotapestry.question import option_label
 from videotapestry.views.citation_text import moment_text
 
 
@@ -127,7 +128,7 @@ async def _ask_library(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False))
     else:
-        chosen = next((o for o in result.options if o.startswith(f"{result.answer}.")), "")
+        chosen = next((o for o in result.options if option_label(o) == result.answer), "")
         print(f"answer: {chosen or result.answer_text or result.answer}")
         if result.answered_from:
             print(f"from: {'; '.join(result.answered_from)}")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from videotapestry.commands.common import EXIT_ERROR, AddConfigOptions, config_from, interrupted
 from videotapestry.timecode import format_range, format_timestamp
+from videotapestry.views.citation_text import trimmed
 
 if TYPE_CHECKING:
     from videotapestry.library import LibraryIndex
@@ -110,7 +111,7 @@ def _search(library: LibraryIndex, args: argparse.Namespace) -> int:
             else format_range(hit.start_s, hit.end_s)
         )
         print(f"{number:>2}. {hit.title} — {when} ({hit.level})")
-        print(f"    {_short(hit.text)}")
+        print(f"    {trimmed(hit.text, 160)}")
         print(f"    {where}")
     return 0
 
@@ -131,8 +132,3 @@ def _list(library: LibraryIndex, args: argparse.Namespace) -> int:
         if video.video:
             print(f"    video:  {video.video}")
     return 0
-
-
-def _short(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

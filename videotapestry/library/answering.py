@@ -54,7 +54,8 @@ AnswerVideo = Callable[
 ]
 #: At most this many of a video's search hits are shown to its Overview agent.
 MAX_HINTS = 5
-LoadMemory = Callable[[str], VideoMemory]
+#: A candidate's memory by its directory and the fingerprint of the video its run read.
+LoadMemory = Callable[[str, str | None], VideoMemory]
 
 _TOKEN = re.compile(r"(?<![\w.])([A-Za-z][\w]*)(?![\w])")
 
@@ -242,7 +243,7 @@ class Library:
         started = time.perf_counter()
         query = " ".join([question, *options])
         hits = await asyncio.to_thread(self.index.search, query, self.search_top_k)
-        supported = [h for h in hits if await asyncio.to_thread(self._supports, query, h)]
+        supported = await asyncio.to_thread(self._supported, query, hits)
         candidates = pick_candidates(supported, self.max_videos)
         if not candidates:
             return LibraryResult(
@@ -283,15 +284,19 @@ class Library:
         result.failed_videos = failed
         return result
 
-    def _supports(self, query: str, hit: SearchHit) -> bool:
-        """Whether ``hit`` bears on ``query`` at all: a word of the question in it (the text
-        search found it), or a meaning close enough."""
+    def _supported(self, query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
+        """The hits that bear on ``query`` at all: a word of the question in them (the text
+        search found it), or a meaning close enough. The query and the hits without such a
+        word are embedded together, once."""
         words = {w for w in re.findall(r"\w+", query.lower()) if len(w) > 3}
-        text = hit.text.lower()
-        if any(w in text for w in words):
-            return True
-        vectors = np.asarray(self.index.embedder.embed([query, hit.text]), dtype=np.float32)
-        return float(vectors[0] @ vectors[1]) >= MIN_SIMILARITY
+        worded = [any(w in hit.text.lower() for w in words) for hit in hits]
+        unworded = [hit.text for hit, has in zip(hits, worded, strict=True) if not has]
+        close: list[bool] = []
+        if unworded:
+            vectors = np.asarray(self.index.embedder.embed([query, *unworded]), dtype=np.float32)
+            close = [float(vectors[0] @ v) >= MIN_SIMILARITY for v in vectors[1:]]
+        near = iter(close)
+        return [hit for hit, has in zip(hits, worded, strict=True) if has or next(near)]
 
     async def _compose(
         self,
@@ -304,8 +309,14 @@ class Library:
         sections, handoffs = [], []
         known: dict[str, EvidenceRef] = {}
         owners: dict[str, Candidate] = {}
+        memories = []
         for candidate, run in zip(candidates, runs, strict=True):
-            memory = await asyncio.to_thread(self.load_memory, candidate.memory)
+            # The memory its run loaded (the facade's cache, keyed by the video it was read
+            # against), not a second load.
+            memory = await asyncio.to_thread(
+                self.load_memory, candidate.memory, run.video_fingerprint
+            )
+            memories.append(memory)
             evidence = citable(run.levels)
             ids = {n.id for n in memory.nodes()} | {memory.root.id} | set(evidence)
             for node_id in ids - set(evidence):
@@ -326,7 +337,6 @@ class Library:
                 )
         session = self.service.session()
         item = QuestionInput(question=question, options=options, question_id="library")
-        first = await asyncio.to_thread(self.load_memory, candidates[0].memory)
         outcome = await run_answer_agent(
             session,
             self.prompts,
@@ -334,7 +344,7 @@ class Library:
             memory="\n\n".join(sections),
             handoff_trace="\n".join(handoffs),
             evidence=known,
-            nodes=first,
+            nodes=memories[0],
             citations=self.citations,
         )
         citations, invalid = _by_video(outcome.citations, owners)

@@ -185,6 +185,23 @@ def compare_offline_variants(
     return comparison
 
 
+def compare_on_bench_video(
+    cache: Path, args: argparse.Namespace, *, rows: Mapping[str, Sequence[str]] | None = None
+) -> tuple[FactVideo, Comparison]:
+    """What a fact bench script does first: write (or reuse) the video of ``args`` in
+    ``cache``, build its memory beside it and answer every question with each row
+    (``compare_offline_variants``), printing the video's and the build's figure lines."""
+    started = time.perf_counter()
+    video = bench_video(cache, args)
+    print(f"video: {video.path.name}, {len(video.questions)} questions, "
+          f"{time.perf_counter() - started:.1f} s to write")  # fmt: skip
+    comparison = compare_offline_variants(
+        video, cache / f"{video.path.stem}.memory", concurrency=args.concurrency, rows=rows
+    )
+    print(f"build: {comparison.build_s:.1f} s, {comparison.build_calls} model calls")
+    return video, comparison
+
+
 def fact_eval_questions(fact_video: FactVideo, *, free_form: bool = False) -> list[EvalQuestion]:
     """The video's questions as an eval benchmark's, each with its fact's on-screen span as
     the evidence: with their options (scored by letter) or, ``free_form``, the same question
