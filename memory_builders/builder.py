@@ -192,6 +192,17 @@ class MemoryBuilder:
         report.wall_s = report.stages[KEPT_STAGE].wall_s = time.perf_counter() - started
         return BuildResult(memory, report, out, kept=True)
 
+    async def abuild_version(
+        self, recording: Path, out: Path, version_dir: Path, identity: str
+    ) -> BuildResult:
+        """One version of a followed memory (``follow``): ``recording`` as it is now, built
+        into ``version_dir`` from the checkpoints in ``out``, under the stream's ``identity``
+        instead of a fingerprint of the growing file. The caller holds ``out``'s lock; what
+        an earlier version finished (clips, MacroEvents) is reused by its checkpoint keys."""
+        ctx = BuildContext(self, recording, version_dir, out / BUILD_DIR)
+        ctx.live_identity = identity
+        return await self._run(ctx, None, None, stamped=False)
+
     async def _build_locked(
         self,
         video: Path,
@@ -201,9 +212,19 @@ class MemoryBuilder:
         export_memdreamer: str | Path | None,
     ) -> BuildResult:
         ctx = BuildContext(self, video, out, out / BUILD_DIR)
-        started = time.perf_counter()
         if restart:
             ctx.store.clear()
+        return await self._run(ctx, subtitles, export_memdreamer, stamped=True)
+
+    async def _run(
+        self,
+        ctx: BuildContext,
+        subtitles: str | Path | None,
+        export_memdreamer: str | Path | None,
+        *,
+        stamped: bool,
+    ) -> BuildResult:
+        started = time.perf_counter()
         missing = missing_ocr(self.config.builder.ocr, self.ocr)
         if missing:
             ctx.degraded("ocr", "builder", missing)
@@ -212,7 +233,8 @@ class MemoryBuilder:
             frames, transcript, _proxy = await asyncio.gather(
                 scan_stage(ctx, info),
                 transcript_stage(ctx, info, Path(subtitles) if subtitles else None),
-                frame_proxy_stage(ctx, info),
+                # A followed memory reads its recording: no proxy is encoded per version.
+                frame_proxy_stage(ctx, info) if ctx.live_identity is None else _nothing(),
             )
             clips = clip_stage(ctx, info.duration_s, frames.result, fps=info.fps)
             perceptions = await perception_stage(ctx, info, frames, transcript, clips)
@@ -225,7 +247,8 @@ class MemoryBuilder:
             ctx.report.wall_s = time.perf_counter() - started
             ctx.finish_report("partial" if ctx.report.partial else "complete")
             export_dir = Path(export_memdreamer) if export_memdreamer else None
-            stamp = build_stamp(self, info.fingerprint, Path(subtitles) if subtitles else None)
+            subtitle_file = Path(subtitles) if subtitles else None
+            stamp = build_stamp(self, info.fingerprint, subtitle_file) if stamped else None
             memory = write_memory(ctx, memory, info, transcript, frames, export_dir, stamp)
         except VideoTapestryError as exc:  # BuildError, or a video/config/ASR problem
             ctx.report.wall_s = time.perf_counter() - started
@@ -234,7 +257,11 @@ class MemoryBuilder:
             raise
         finally:
             ctx.close()
-        return BuildResult(memory, ctx.report, out)
+        return BuildResult(memory, ctx.report, ctx.out)
+
+
+async def _nothing() -> None:
+    return None
 
 
 def create_builder(

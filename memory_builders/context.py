@@ -77,6 +77,9 @@ class BuildContext:
             max_workers=self.settings.cpu_workers, thread_name_prefix="builder-cpu"
         )
         self._sessions: list[ModelSession] = []
+        #: A followed stream's identity (``follow``): it stands for the video's fingerprint,
+        #: as the recording grows, and its stages key their checkpoints by how far it goes.
+        self.live_identity: str | None = None
         tools.progress.usage = self  # the bars show this build's calls, tokens and cost
 
     def summary(self) -> UsageSummary:

@@ -25,6 +25,7 @@ frames must come out the same.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import shutil
 import time
@@ -162,6 +163,8 @@ class KeptFrames:
 async def probe_stage(ctx: BuildContext) -> VideoInfo:
     with ctx.stage("probe"), ctx.timings.measure("probe"):
         info = await asyncio.to_thread(probe, ctx.video)
+    if ctx.live_identity is not None:
+        info = dataclasses.replace(info, fingerprint=ctx.live_identity)
     ctx.report.duration_s = info.duration_s
     ctx.report.fingerprint = info.fingerprint
     if info.not_upright:
@@ -178,11 +181,14 @@ async def scan_stage(ctx: BuildContext, info: VideoInfo) -> KeptFrames:
     if info.rotation_deg:
         parts.append({"rotation_deg": info.rotation_deg})
     key = stage_key("scan", info.fingerprint, *parts)
+    # A followed recording keeps its identity as it grows: its scan is redone for each new
+    # length, while the frames it keeps (and so the later stages' keys) stay those of ``key``.
+    until = [] if ctx.live_identity is None else [{"until_s": round(info.duration_s, 3)}]
     with ctx.stage("scan") as (stage, _):
         result = await checkpointed(
             ctx.store,
             "scan",
-            key,
+            stage_key("scan", info.fingerprint, *parts, *until) if until else key,
             lambda: rescan(ctx, info),
             load=ScanResult.from_json,
             dump=ScanResult.to_json,

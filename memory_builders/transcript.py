@@ -80,6 +80,8 @@ async def transcript_stage(
     run tries again) and recorded as a degradation."""
     with ctx.stage("transcript") as (stage, _):
         plan = transcript_plan(ctx.config, info, subtitles)
+        if ctx.live_identity is not None:  # a growing recording: one transcript per length
+            plan["until_s"] = round(info.duration_s, 3)
 
         async def transcribe() -> TranscriptResult:
             with ctx.timings.measure("asr"):

@@ -22,6 +22,7 @@ from videotapestry.memory import (
     VideoMemory,
     open_memory,
     reconcile_embeddings,
+    resolve_memory_path,
 )
 from videotapestry.retrieval import PackedClips
 from videotapestry.retrieval.from_memory import pack_memory_evidence
@@ -74,7 +75,8 @@ class MemoryCache:
         if isinstance(memory, VideoMemory):
             key = (f"object:{id(memory)}", video_fingerprint)
         else:
-            key = (str(Path(memory).resolve()), video_fingerprint)
+            # A followed memory is keyed by its newest version: a new append loads anew.
+            key = (str(resolve_memory_path(memory).resolve()), video_fingerprint)
         with self._lock:
             loaded = self._memories.get(key)
             if loaded is None:
@@ -95,7 +97,7 @@ class MemoryCache:
     def release(self, memory: str | Path) -> None:
         """Forget a loaded memory (under every video fingerprint), so a run over hundreds of
         videos keeps only the memories of the questions in flight."""
-        path = str(Path(memory).resolve())
+        path = str(resolve_memory_path(memory).resolve())
         with self._lock:
             for key in [key for key in self._memories if key[0] == path]:
                 del self._memories[key]

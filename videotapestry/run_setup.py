@@ -25,7 +25,7 @@ from videotapestry.agents.context import ProgressCallback, RunContext
 from videotapestry.agents.state import QuestionInput
 from videotapestry.asr import SubtitleSource, TranscriptSource, make_transcript_source
 from videotapestry.llm.prefix_cache import video_cache_key
-from videotapestry.memory import VideoMemory, check_duration, past_video_end
+from videotapestry.memory import VideoMemory, check_duration, live_video, past_video_end
 from videotapestry.memory_cache import MemoryCache
 from videotapestry.video import (
     FrameCache,
@@ -82,9 +82,10 @@ def open_run_context(
     elif video is None:
         disabled = "no video file was given; answering from the stored memory only"
     else:
-        decoders = list(readers) or open_decoders(
-            video, config.video, frames, memory_dir=memory_directory(memory)
-        )
+        # A followed memory is asked with the source it follows: its recording is read.
+        folder = memory_directory(memory)
+        video = live_video(folder, video) if folder is not None else video
+        decoders = list(readers) or open_decoders(video, config.video, frames, memory_dir=folder)
     reader = decoders[0] if decoders else None
     video_fp = reader.info.fingerprint if reader is not None else None
     try:

@@ -43,7 +43,9 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         "it is, without running a stage.",
         epilog="exit status: 0 complete, 3 partial (clips failed, video lost), 2 stopped",
     )
-    parser.add_argument("video", nargs="?", help="the video file")
+    parser.add_argument(
+        "video", nargs="?", help="the video file (with --follow: an HLS playlist or a growing .ts)"
+    )
     parser.add_argument("out", nargs="?", help="new or empty directory for the memory")
     parser.add_argument(
         "--videos",
@@ -81,6 +83,13 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         executor_help="where the builds run: local (this process, default) or ray (one task "
         "per video; needs the [ray] extra and output on storage every worker sees)",
     )
+    parser.add_argument(
+        "--follow",
+        action="store_true",
+        help="the source is still arriving (an HLS playlist, a path or an http(s) URL, or a "
+        "growing MPEG-TS file): build a new version of the memory as video arrives, until "
+        "it ends (ENDLIST, no growth for builder.follow.idle_end_s, or Ctrl-C)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--json", action="store_true", help="print the build reports as JSON")
     parser.add_argument(
@@ -93,8 +102,16 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
 
 
 def run(args: argparse.Namespace) -> int:
-    jobs = _jobs(args)
     flags = [] if args.concurrency is None else [f"builder.concurrency={args.concurrency}"]
+    if args.follow:
+        try:
+            return _follow(args, config_overrides(args, *flags))
+        except KeyboardInterrupt:
+            return interrupted(
+                "the newest version stays readable; run the same command again to go on "
+                "following from the recorded video"
+            )
+    jobs = _jobs(args)
     overrides = config_overrides(args, *flags, *executor_overrides(args))
     try:
         return _build_all(args, jobs, overrides)
@@ -209,3 +226,45 @@ def _build_all(args: argparse.Namespace, jobs: list[BuildJob], overrides: list[s
     if failed:
         return EXIT_ERROR
     return EXIT_PARTIAL if partial and not args.allow_partial else 0
+
+
+def _follow(args: argparse.Namespace, overrides: list[str]) -> int:
+    """``--follow``: one line per version published, then the last build's summary."""
+    import asyncio
+
+    from memory_builders.builder import BuildResult, MemoryBuilder
+    from memory_builders.follow import follow
+    from memory_builders.progress import BuildProgress
+    from memory_builders.report import summary_text
+    from videotapestry.config import load_config
+    from videotapestry.memory import LiveState
+
+    if args.videos or args.restart or args.export_memdreamer or args.subtitles:
+        raise VideoTapestryError(
+            "--follow takes one SOURCE and MEM; --videos, --restart, --subtitles and "
+            "--export-memdreamer are for finished files"
+        )
+    if not args.video or not (args.out or args.out_root):
+        raise VideoTapestryError("build-memory --follow needs SOURCE MEM")
+    config = load_config(args.config, profile=args.profile, overrides=overrides)
+    builder = MemoryBuilder(config, progress=BuildProgress(enabled=False))
+
+    def published(result: BuildResult, state: LiveState) -> None:
+        if args.json:  # one line per version: its pointer and its build report
+            line = {**state.to_json(), "report": result.report.to_json()}
+            print(json.dumps(line, ensure_ascii=False), flush=True)
+        else:
+            print(f"{state.version}: {state.describe()}, {result.report.clips} clips", flush=True)
+
+    async def run_follow() -> BuildResult:
+        try:
+            return await follow(
+                builder, args.video, Path(args.out or args.out_root), on_version=published
+            )
+        finally:
+            await builder.service.aclose()
+
+    result = asyncio.run(run_follow())
+    if not args.json:
+        print(summary_text(result.report), flush=True)
+    return EXIT_PARTIAL if result.partial and not args.allow_partial else 0

@@ -180,6 +180,25 @@ class BuilderSuperSettings(StrictModel):
     max_stages: int = Field(12, ge=1)
 
 
+class BuilderFollowSettings(StrictModel):
+    """Following a source that is still arriving (``build-memory SOURCE MEM --follow``)."""
+
+    poll_s: float = Field(2.0, gt=0, description="how often the source is looked at for more")
+    append_every_s: float = Field(
+        60.0, gt=0, description="video seconds that arrive before the next version is built"
+    )
+    idle_end_s: float = Field(
+        60.0,
+        gt=0,
+        description="a source that has not grown for this long has ended (a growing file, a "
+        "live playlist without ENDLIST, a source that stays unreachable)",
+    )
+    keep_versions: int = Field(
+        3, ge=2, description="versions kept on disk; older ones are removed once readers moved on"
+    )
+    fetch_timeout_s: float = Field(20.0, gt=0, description="timeout of one playlist or segment")
+
+
 class BuilderConfig(StrictModel):
     """Building a memory from a raw video (memory_builders/, SPEC §4)."""
 
@@ -204,3 +223,4 @@ class BuilderConfig(StrictModel):
     macro: BuilderMacroSettings = BuilderMacroSettings()
     entities: BuilderEntitySettings = BuilderEntitySettings()
     super_events: BuilderSuperSettings = BuilderSuperSettings()
+    follow: BuilderFollowSettings = BuilderFollowSettings()

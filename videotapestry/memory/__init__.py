@@ -41,6 +41,19 @@ from videotapestry.memory.formats.native import (
 )
 from videotapestry.memory.formats.registry import MEMORY_FORMATS, detect_format, open_memory
 from videotapestry.memory.importing import ImportOutcome, import_memdreamer_into
+from videotapestry.memory.live import (
+    LIVE_FILE,
+    LIVE_FINGERPRINT_PREFIX,
+    RECORDING_DIR,
+    VERSIONS_DIR,
+    LiveState,
+    is_live_fingerprint,
+    live_state,
+    live_video,
+    publish_live_state,
+    recording_path,
+    resolve_memory_path,
+)
 from videotapestry.memory.locator import MemoryLocator
 from videotapestry.memory.locator_hits import (
     AnchorMatch,
@@ -81,16 +94,20 @@ from videotapestry.memory.video_end import PAST_END_TOLERANCE_S, past_video_end
 from videotapestry.memory.video_memory import VideoMemory
 
 __all__ = [
+    "LIVE_FILE",
+    "LIVE_FINGERPRINT_PREFIX",
     "MANIFEST_FILE",
     "MEMDREAMER_EMBEDDING_MODEL",
     "MEMORY_FORMATS",
     "NODE_KINDS",
     "PAST_END_TOLERANCE_S",
+    "RECORDING_DIR",
     "RELATION_TYPES",
     "RELEASED_LAYOUT",
     "SCHEMA_VERSION",
     "SCRIPTS_LAYOUT",
     "SUBGRAPH_KINDS",
+    "VERSIONS_DIR",
     "AnchorMatch",
     "AnyNode",
     "CandidateWindow",
@@ -100,6 +117,7 @@ __all__ = [
     "EventNode",
     "ImportOutcome",
     "KeyframeSource",
+    "LiveState",
     "LocatorHit",
     "MacroEvent",
     "MemDreamerLayout",
@@ -127,9 +145,12 @@ __all__ = [
     "export_memdreamer",
     "import_memdreamer",
     "import_memdreamer_into",
+    "is_live_fingerprint",
     "is_memdreamer_memory",
     "is_native_memory",
     "keep_valid_embeddings",
+    "live_state",
+    "live_video",
     "load_memory",
     "memdreamer_videos",
     "new_manifest",
@@ -138,7 +159,10 @@ __all__ = [
     "node_line",
     "open_memory",
     "past_video_end",
+    "publish_live_state",
     "reconcile_embeddings",
+    "recording_path",
+    "resolve_memory_path",
     "save_memory",
     "split_anchors",
 ]

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from videotapestry.errors import FingerprintMismatchError
+from videotapestry.memory.live import is_live_fingerprint
 from videotapestry.memory.types import MemoryManifest
 
 logger = logging.getLogger(__name__)
@@ -50,7 +51,8 @@ def check_fingerprint(
             "%s records no video fingerprint; cannot check it was built from this video", origin
         )
         return
-    if stored != expected:
+    if stored != expected and not is_live_fingerprint(stored):
+        # A followed memory names its stream, not its growing recording (``live``).
         raise FingerprintMismatchError(
             f"{origin} was built from a different video (memory fingerprint {stored}, "
             f"this video {expected}); build or import the memory for this video"

@@ -26,6 +26,7 @@ from pydantic import TypeAdapter, ValidationError
 from videotapestry.errors import MemoryFormatError
 from videotapestry.files import write_atomic, write_json_atomic
 from videotapestry.memory.formats.json_files import read_json
+from videotapestry.memory.live import resolve_memory_path
 from videotapestry.memory.manifest import SCHEMA_VERSION, check_fingerprint, new_manifest
 from videotapestry.memory.types import (
     NODE_KINDS,
@@ -57,7 +58,10 @@ _CLIP = TypeAdapter(Clip)
 
 
 def is_native_memory(path: str | Path) -> bool:
-    path = Path(path)
+    try:
+        path = resolve_memory_path(path)
+    except MemoryFormatError:
+        return False
     return (path / MEMORY_FILE).is_file() and (path / MANIFEST_FILE).is_file()
 
 
@@ -157,7 +161,7 @@ def load_memory(path: str | Path, *, expected_fingerprint: str | None = None) ->
     one imported from MemDreamer without ``--fingerprint``) cannot be checked and is accepted
     with a warning.
     """
-    path = Path(path)
+    path = resolve_memory_path(path)
     if not path.is_dir():
         raise MemoryFormatError(f"memory directory {path} does not exist")
     manifest_file = path / MANIFEST_FILE
@@ -178,7 +182,7 @@ def load_memory(path: str | Path, *, expected_fingerprint: str | None = None) ->
 
 def read_manifest(path: str | Path) -> MemoryManifest:
     """The validated manifest.json of a native memory directory."""
-    manifest_file = Path(path) / MANIFEST_FILE
+    manifest_file = resolve_memory_path(path) / MANIFEST_FILE
     manifest_data = read_json(manifest_file)
     _check_version(manifest_data, manifest_file)
     return _validate(TypeAdapter(MemoryManifest), manifest_data, manifest_file, "")

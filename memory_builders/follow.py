@@ -1,0 +1,159 @@
+"""Following a source that is still arriving: a memory that grows at its tail (SPEC §16).
+
+``build-memory SOURCE MEM --follow`` records the source into ``MEM/live/`` (``recording``)
+and, each time ``builder.follow.append_every_s`` more seconds of video have arrived, builds
+a new version of the memory from the recording so far into ``MEM/versions/vNNNNNN`` and
+points ``MEM/live.json`` at it (``videotapestry.memory.live``). A version is an ordinary
+build, with the checkpoints of all versions in ``MEM/build``: what an earlier version
+finished is reused, keyed by its inputs, so an append computes what the new video brings.
+
+What an append may change (and what stays):
+
+- clips that end before the last shot cut of the earlier version keep their spans, OCR and
+  caption (their checkpoints); the last clip or two of the earlier version may be planned
+  again, as the video after them can move their end;
+- MacroEvents whose clips are unchanged keep their label and summary; the sliding window
+  of boundary calls may regroup the last ones;
+- the SuperEvents and the root are revised with every version (one call each), from all
+  MacroEvents: they are summaries of the whole so far.
+
+The stream ends with ``#EXT-X-ENDLIST``, when it stops growing for
+``builder.follow.idle_end_s``, or with Ctrl-C; the last version is then built from the whole
+recording and marked ended. A kill -9 leaves the newest published version readable; running
+the same command again resumes from the recorded segments and the checkpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from memory_builders.builder import BUILD_DIR, BuildResult, MemoryBuilder
+from memory_builders.lock import build_lock
+from memory_builders.output import check_directory
+from memory_builders.recording import Recording, SourceFollower, make_follower
+from memory_builders.report import BuildError
+from videotapestry.errors import VideoError
+from videotapestry.memory import (
+    RECORDING_DIR,
+    VERSIONS_DIR,
+    LiveState,
+    live_state,
+    publish_live_state,
+)
+from videotapestry.video import probe
+
+VersionListener = Callable[[BuildResult, LiveState], None]
+_VERSION = re.compile(r"v(\d{6})")
+
+
+def version_name(number: int) -> str:
+    return f"v{number:06d}"
+
+
+def version_numbers(out: Path) -> list[int]:
+    folder = out / VERSIONS_DIR
+    if not folder.is_dir():
+        return []
+    return sorted(int(m.group(1)) for p in folder.iterdir() if (m := _VERSION.fullmatch(p.name)))
+
+
+def prune_versions(out: Path, keep: int, current: str) -> list[str]:
+    """Remove all but the newest ``keep`` versions (never ``current``); the names removed.
+    A reader that took an older pointer has long loaded it: loading takes well under the
+    time ``keep`` appends take."""
+    numbers = version_numbers(out)
+    removed = []
+    for number in numbers[:-keep] if len(numbers) > keep else []:
+        name = version_name(number)
+        if name != current:
+            shutil.rmtree(out / VERSIONS_DIR / name, ignore_errors=True)
+            removed.append(name)
+    return removed
+
+
+def arrived_s(recording: Recording) -> float:
+    """The video time the recording holds (0 while it holds nothing decodable yet)."""
+    if recording.bytes == 0:
+        return 0.0
+    try:
+        return probe(recording.path).duration_s
+    except VideoError:
+        return 0.0
+
+
+async def follow(
+    builder: MemoryBuilder,
+    source: str,
+    out: str | Path,
+    *,
+    on_version: VersionListener | None = None,
+    follower: SourceFollower | None = None,
+) -> BuildResult:
+    """Follow ``source`` into ``out`` until it ends; the last version's build result."""
+    out = Path(out)
+    check_directory(out, out / BUILD_DIR)
+    settings = builder.config.builder.follow
+    with build_lock(out, out / BUILD_DIR, Path(source)):
+        recording = Recording(out / RECORDING_DIR)
+        recording.start(source)
+        follower = follower or make_follower(source, recording.segments, settings)
+        state = live_state(out)
+        built_s = state.covered_s if state is not None else 0.0
+        number = max(version_numbers(out), default=0)
+        result: BuildResult | None = None
+        while True:
+            ended = await asyncio.to_thread(follower.poll)
+            await asyncio.to_thread(recording.append_new)
+            arrived = await asyncio.to_thread(arrived_s, recording)
+            due = arrived - built_s >= settings.append_every_s or (ended and arrived > built_s)
+            final = ended and (result is None or arrived > built_s or not _ended(out))
+            if arrived > 0 and (due or final):
+                number += 1
+                result = await _version(builder, recording, out, number, source, ended)
+                built_s = result.report.duration_s
+                if on_version is not None:
+                    on_version(result, live_state(out) or _missing(out))
+            if ended:
+                if result is None:
+                    raise BuildError(f"{source} ended before any video arrived")
+                return result
+            await asyncio.sleep(settings.poll_s)
+
+
+async def _version(
+    builder: MemoryBuilder, recording: Recording, out: Path, number: int, source: str, ended: bool
+) -> BuildResult:
+    name = version_name(number)
+    target = out / VERSIONS_DIR / name
+    if target.exists():  # left by a kill before its pointer was written
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    assert recording.identity is not None  # set by the first append
+    result = await builder.abuild_version(recording.path, out, target, recording.identity)
+    publish_live_state(
+        out,
+        LiveState(
+            version=name,
+            covered_s=round(result.report.duration_s, 3),
+            ended=ended,
+            source=source,
+            recording=str(recording.path.relative_to(out)),
+            updated=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        ),
+    )
+    prune_versions(out, builder.config.builder.follow.keep_versions, name)
+    return result
+
+
+def _ended(out: Path) -> bool:
+    state = live_state(out)
+    return state is not None and state.ended
+
+
+def _missing(out: Path) -> LiveState:  # pragma: no cover - the pointer was just written
+    raise BuildError(f"{out}: the version just published has no pointer")
