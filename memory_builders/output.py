@@ -103,7 +103,8 @@ def write_memory(
             return frames.jpeg_nearest(entity.grounding_time)
 
         export_released_layout(memory, export_dir, keyframe=keyframe)
-    if not ctx.settings.keep_frames and not ctx.report.failures:
+    # A followed recording's next version scans on from these frames (``scan``).
+    if not ctx.settings.keep_frames and not ctx.report.failures and ctx.live_identity is None:
         shutil.rmtree(ctx.frames_dir, ignore_errors=True)
     return memory
 

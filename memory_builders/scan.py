@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import math
 import shutil
 import time
@@ -54,6 +55,8 @@ from videotapestry.video import (
 )
 
 _EPS = 1e-6
+#: The checkpoint of a followed recording's latest scan, whatever its length (``follow``).
+GROWN_SCAN = "scan_grown"
 
 
 @dataclass(frozen=True)
@@ -181,14 +184,13 @@ async def scan_stage(ctx: BuildContext, info: VideoInfo) -> KeptFrames:
     if info.rotation_deg:
         parts.append({"rotation_deg": info.rotation_deg})
     key = stage_key("scan", info.fingerprint, *parts)
-    # A followed recording keeps its identity as it grows: its scan is redone for each new
-    # length, while the frames it keeps (and so the later stages' keys) stay those of ``key``.
-    until = [] if ctx.live_identity is None else [{"until_s": round(info.duration_s, 3)}]
+    if ctx.live_identity is not None:
+        return await _grown_scan(ctx, info, key)
     with ctx.stage("scan") as (stage, _):
         result = await checkpointed(
             ctx.store,
             "scan",
-            stage_key("scan", info.fingerprint, *parts, *until) if until else key,
+            key,
             lambda: rescan(ctx, info),
             load=ScanResult.from_json,
             dump=ScanResult.to_json,
@@ -197,14 +199,44 @@ async def scan_stage(ctx: BuildContext, info: VideoInfo) -> KeptFrames:
     return KeptFrames(ctx, info, result, key)
 
 
-async def rescan(ctx: BuildContext, info: VideoInfo) -> ScanResult:
-    """The decoding pass into an emptied frames directory, with its progress bar."""
-    if ctx.frames_dir.exists():
+async def _grown_scan(ctx: BuildContext, info: VideoInfo, key: str) -> KeptFrames:
+    """The scan of a followed recording (``follow``): it keeps its identity as it grows, so
+    the frames it keeps, and the later stages' keys, stay those of ``key``; each new length
+    is scanned from where the scan of the last one ended (``scan_video``'s ``resume``)."""
+    grown_key = stage_key("scan", key, {"until_s": round(info.duration_s, 3)})
+
+    async def extend() -> ScanResult:
+        earlier = ctx.store.get(GROWN_SCAN, key)
+        resume = ScanResult.from_json(earlier) if earlier is not None else None
+        if resume is None or not frames_present(ctx.frames_dir, resume.frames):
+            return await rescan(ctx, info)
+        return await rescan(ctx, info, resume=resume)
+
+    with ctx.stage("scan") as (stage, _):
+        result = await checkpointed(
+            ctx.store,
+            "scan",
+            grown_key,
+            extend,
+            load=ScanResult.from_json,
+            dump=ScanResult.to_json,
+            tally=stage,
+        )
+    ctx.store.put(GROWN_SCAN, key, result.to_json())
+    return KeptFrames(ctx, info, result, key)
+
+
+async def rescan(
+    ctx: BuildContext, info: VideoInfo, resume: ScanResult | None = None
+) -> ScanResult:
+    """The decoding pass into an emptied frames directory, with its progress bar; with
+    ``resume``, the pass over what a grown recording added, beside the frames kept."""
+    if ctx.frames_dir.exists() and resume is None:
         shutil.rmtree(ctx.frames_dir)
     bar = ctx.tools.progress.stage("scan", round(info.duration_s), unit="s")
     try:
         scan = await asyncio.to_thread(
-            scan_video,
+            functools.partial(scan_video, resume=resume),
             info,
             ctx.settings.scan,
             ctx.frames_dir,
@@ -226,8 +258,14 @@ def scan_video(
     frames_dir: Path,
     *,
     progress: Callable[[float], None] | None = None,
+    resume: ScanResult | None = None,
 ) -> ScanResult:
-    """Decode ``info.path`` once: shot cuts from PySceneDetect and JPEGs of the kept frames."""
+    """Decode ``info.path`` once: shot cuts from PySceneDetect and JPEGs of the kept frames.
+
+    ``resume``: the scan of a shorter recording this one grew from (``follow``). Its cuts
+    and kept frames are taken up to a little before its end (``resume_points``), and the
+    pass decodes only from there on, its detector warmed up on the seconds before: a cut
+    needs the frames around it, and the end of a shorter recording cut a shot short."""
     from scenedetect import ContentDetector, FrameTimecode
 
     frames_dir.mkdir(parents=True, exist_ok=True)
@@ -243,9 +281,17 @@ def scan_video(
     detect_due = RateSampler(settings.detect_fps)
     keep_due = RateSampler(settings.sample_fps)
     timings = {"decode_s": 0.0, "detect_s": 0.0, "keep_s": 0.0}
-    decoding = SequentialPass(info)
     cuts: list[float] = []
     kept: list[KeptFrame] = []
+    keep_from = detect_from = 0.0
+    if resume is not None:
+        keep_from, detect_from = resume_points(resume.decoded_until_s, settings)
+        cuts = [c for c in resume.cuts if c < keep_from]
+        kept = [f for f in resume.frames if f.timestamp_s < keep_from]
+        if kept:  # the sampler goes on from the last frame kept, as in one whole pass
+            keep_due.takes(kept[-1].timestamp_s)
+        detect_due.next_s = math.ceil(detect_from * settings.detect_fps) / settings.detect_fps
+    decoding = SequentialPass(info, start_s=detect_from)
     detect_frames = 0
     last_report = 0.0
     clock = time.perf_counter()
@@ -255,10 +301,11 @@ def scan_video(
         if detect_due.takes(t):
             image = frame.to_array(detect_size, pixel_format="bgr24")
             timecode = FrameTimecode(frame.index, rate)
-            cuts.extend(c.frame_num / fps for c in detector.process_frame(timecode, image))
+            found = (c.frame_num / fps for c in detector.process_frame(timecode, image))
+            cuts.extend(c for c in found if c >= keep_from)
             detect_frames += 1
             clock = _add_time(timings, "detect_s", clock)
-        if keep_due.takes(t):
+        if t >= keep_from - _EPS and keep_due.takes(t):
             kept.append(_keep(frame, keep_size, settings.frame_quality, frames_dir, info))
             clock = _add_time(timings, "keep_s", clock)
         if progress is not None and t - last_report >= 5.0:
@@ -266,7 +313,7 @@ def scan_video(
             progress(t)
     if decoding.last_index >= 0 and detect_frames:
         last = FrameTimecode(decoding.last_index, rate)
-        cuts.extend(c.frame_num / fps for c in detector.post_process(last))
+        cuts.extend(c.frame_num / fps for c in detector.post_process(last) if c >= keep_from)
     if not kept:
         errors = decoding.errors
         raise NoDecodableFramesError(
@@ -277,15 +324,25 @@ def scan_video(
     cut_times = sorted({round(c, 6) for c in cuts if _EPS < c < duration - _EPS})
     if progress is not None:
         progress(min(duration, decoding.decoded_until_s))
+    earlier = resume or ScanResult([], [], 0.0, 0)
     return ScanResult(
         cuts=cut_times,
         frames=kept,
         decoded_until_s=decoding.decoded_until_s,
-        frames_decoded=decoding.frames_decoded,
-        errors=decoding.errors,
-        gaps=decoding.gaps,
+        frames_decoded=decoding.frames_decoded + round(detect_from * fps),
+        errors=[*earlier.errors, *decoding.errors],
+        gaps=[*(g for g in earlier.gaps if g[1] <= keep_from), *decoding.gaps],
         timings=timings,
     )
+
+
+def resume_points(decoded_until_s: float, settings: BuilderScanSettings) -> tuple[float, float]:
+    """(from where a resumed scan keeps frames and cuts, from where it decodes): a few
+    shots before the end of the shorter scan, whose last cut and frames may have been the
+    end of the file speaking; the detector then sees some seconds before that again."""
+    margin = max(2.0, 2 * settings.min_shot_s, 4.0 / settings.detect_fps)
+    keep_from = max(0.0, decoded_until_s - margin)
+    return keep_from, max(0.0, keep_from - max(5.0, 2 * settings.min_shot_s))
 
 
 def lost_spans(scan: ScanResult, duration_s: float, fps: float) -> list[tuple[float, float, str]]:

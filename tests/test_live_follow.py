@@ -97,6 +97,40 @@ def test_a_recording_undoes_an_append_a_kill_left_unrecorded(tmp_path: Path) -> 
     assert stream_identity("a", b"1") != stream_identity("b", b"1")
 
 
+@pytest.mark.slow
+def test_a_scan_resumed_on_a_grown_recording_equals_one_whole_pass(tmp_path: Path) -> None:
+    """Real H.264 with a shot every 7 s: the first 30 s scanned, then the whole 60 s from
+    there, gives the cuts and kept frames of one pass over the whole."""
+    import av
+
+    from memory_builders.scan import scan_video
+    from videotapestry.config import load_config
+    from videotapestry.testing.media import make_h264_video
+    from videotapestry.video import probe
+
+    video = make_h264_video(tmp_path / "v.mp4", 60, fps=25, size=(320, 180), gop_frames=50,
+                            scene_s=7.0).path  # fmt: skip
+    prefix = tmp_path / "first_half.mp4"
+    with av.open(str(video)) as src, av.open(str(prefix), "w", format="mp4") as out:
+        stream = src.streams.video[0]
+        copy = out.add_stream_from_template(stream)
+        for packet in src.demux(stream):
+            if packet.dts is None:
+                continue
+            if packet.is_keyframe and packet.pts * stream.time_base >= 30:
+                break
+            packet.stream = copy
+            out.mux(packet)
+    settings = load_config("default").builder.scan
+    whole = scan_video(probe(video), settings, tmp_path / "whole")
+    first = scan_video(probe(prefix), settings, tmp_path / "grown")
+    grown = scan_video(probe(video), settings, tmp_path / "grown", resume=first)
+    assert first.decoded_until_s == pytest.approx(30.0) and len(whole.cuts) >= 7
+    assert grown.cuts == whole.cuts
+    assert [f.to_json() for f in grown.frames] == [f.to_json() for f in whole.frames]
+    assert grown.frames_decoded == whole.frames_decoded
+
+
 # --------------------------------------------------------------------------- a live stream
 
 

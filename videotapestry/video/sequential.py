@@ -43,9 +43,16 @@ class SequentialPass:
     """
 
     def __init__(
-        self, info: VideoInfo, *, max_consecutive_errors: int = MAX_CONSECUTIVE_ERRORS
+        self,
+        info: VideoInfo,
+        *,
+        max_consecutive_errors: int = MAX_CONSECUTIVE_ERRORS,
+        start_s: float = 0.0,
     ) -> None:
         self.info = info
+        #: Where the pass begins: the keyframe at or before this time is sought, and the
+        #: frames before ``start_s`` are left out (a scan resumed on a grown recording).
+        self.start_s = start_s
         self.max_consecutive_errors = max_consecutive_errors
         self.errors: list[str] = []
         self.gaps: list[tuple[float, float]] = []
@@ -64,6 +71,10 @@ class SequentialPass:
         with container:
             stream.thread_type = "AUTO"  # no seeks in a pass: frame threads pay off
             clock = StreamClock(stream, self.info)
+            first = round(self.start_s * self.info.fps)
+            if first > 0:
+                container.seek(clock.pts_of(first), stream=stream)
+                self.last_index = first - 1
             frames = container.decode(stream)
             consecutive = 0
             while True:
@@ -78,6 +89,8 @@ class SequentialPass:
                     frames = container.decode(stream)  # demuxing resumes after the bad packet
                     continue
                 index = self.last_index + 1 if frame.pts is None else clock.index_of(frame.pts)
+                if index < first and self.frames_decoded == 0:
+                    continue  # decoded from the keyframe before the start: not there yet
                 if consecutive and index > self.last_index + 1:
                     self.gaps.append((self.decoded_until_s, index / self.info.fps))
                 consecutive = 0
