@@ -26,6 +26,7 @@ the same command again resumes from the recorded segments and the checkpoints.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import shutil
 from collections.abc import Callable
@@ -99,8 +100,7 @@ async def follow(
     check_directory(out, out / BUILD_DIR)
     settings = builder.config.builder.follow
     with build_lock(out, out / BUILD_DIR, Path(source)):
-        recording = Recording(out / RECORDING_DIR)
-        recording.start(source)
+        recording = Recording(out / RECORDING_DIR, source)
         follower = follower or make_follower(source, recording.segments, settings)
         state = live_state(out)
         built_s = state.covered_s if state is not None else 0.0
@@ -108,7 +108,8 @@ async def follow(
         result: BuildResult | None = None
         while True:
             ended = await asyncio.to_thread(follower.poll)
-            await asyncio.to_thread(recording.append_new)
+            torn = not (follower.whole_segments or ended)
+            await asyncio.to_thread(functools.partial(recording.append_new, torn_tail=torn))
             arrived = await asyncio.to_thread(arrived_s, recording)
             due = arrived - built_s >= settings.append_every_s or (ended and arrived > built_s)
             final = ended and (result is None or arrived > built_s or not _ended(out))

@@ -24,7 +24,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -35,7 +35,12 @@ from videotapestry.files import write_json_atomic
 from videotapestry.memory import LIVE_FINGERPRINT_PREFIX
 
 SEGMENTS_DIR = "segments"
-STREAM_FILE = "stream.ts"
+#: The arrived bytes in order, named ``stream`` with the source's container suffix.
+STREAM_STEM = "stream"
+#: What a growing file may be: containers FFmpeg reads from a prefix (an MP4 must be
+#: fragmented, its index written ahead of each fragment, as recorders write them live).
+GROWING_SUFFIXES = (".ts", ".m2ts", ".mts", ".mp4", ".m4v", ".mov", ".mkv", ".webm")
+TS_SUFFIXES = (".ts", ".m2ts", ".mts")
 RECORDING_FILE = "recording.mp4"
 STATE_FILE = "recording.json"
 #: MPEG-TS packets are 188 bytes: a growing file is copied in whole packets.
@@ -45,9 +50,18 @@ TS_PACKET = 188
 class SourceFollower(Protocol):
     """Copies what arrived since the last poll into the segments folder."""
 
+    #: Whether each segment ends where a frame ends (an HLS segment); a growing file's new
+    #: bytes may end inside one, so its last frame waits for the next poll.
+    whole_segments: bool
+
     def poll(self) -> bool:
         """Fetch the new segments; True once the source has ended."""
         ...
+
+
+def is_playlist(source: str) -> bool:
+    path = urllib.parse.urlsplit(source).path if is_url(source) else source
+    return path.lower().endswith((".m3u8", ".m3u"))
 
 
 def is_url(source: str) -> bool:
@@ -110,6 +124,7 @@ class HlsFollower:
     segments: Path
     settings: BuilderFollowSettings
     clock: Callable[[], float] = time.monotonic
+    whole_segments: bool = field(default=True, init=False)
     _last_growth: float = field(default=0.0, init=False)
 
     def __post_init__(self) -> None:
@@ -156,13 +171,15 @@ class HlsFollower:
 
 @dataclass
 class GrowingFileFollower:
-    """Follows an MPEG-TS file that another program is still writing: its new bytes, in
-    whole packets, become the next segment; no growth for ``idle_end_s`` ends it."""
+    """Follows a file that another program is still writing (MPEG-TS, fragmented MP4,
+    Matroska): its new bytes (in whole 188-byte packets for MPEG-TS) become the next
+    segment; no growth for ``idle_end_s`` ends it."""
 
     path: Path
     segments: Path
     settings: BuilderFollowSettings
     clock: Callable[[], float] = time.monotonic
+    whole_segments: bool = field(default=False, init=False)
     _last_growth: float = field(default=0.0, init=False)
 
     def __post_init__(self) -> None:
@@ -170,18 +187,19 @@ class GrowingFileFollower:
         self._last_growth = self.clock()
 
     def poll(self) -> bool:
-        copied = sum(p.stat().st_size for p in self.segments.glob("seg_*.ts"))
+        done = list(self.segments.glob("seg_*"))
+        copied = sum(p.stat().st_size for p in done)
         try:
             size = self.path.stat().st_size
         except OSError:
             return self._idle()
-        whole = (size - copied) // TS_PACKET * TS_PACKET
+        unit = TS_PACKET if self.path.suffix.lower() in TS_SUFFIXES else 1
+        whole = (size - copied) // unit * unit
         if whole > 0:
             with self.path.open("rb") as handle:
                 handle.seek(copied)
                 data = handle.read(whole)
-            number = len(list(self.segments.glob("seg_*.ts")))
-            write_segment(self.segments, f"seg_{number:06d}.ts", data)
+            write_segment(self.segments, f"seg_{len(done):06d}{self.path.suffix.lower()}", data)
             self._last_growth = self.clock()
             return False
         return self._idle()
@@ -191,18 +209,18 @@ class GrowingFileFollower:
 
 
 def make_follower(source: str, segments: Path, settings: BuilderFollowSettings) -> SourceFollower:
-    """The follower for ``source``: an HLS playlist (``.m3u8``, local or http) or a growing
-    MPEG-TS file."""
-    path = urllib.parse.urlsplit(source).path if is_url(source) else source
-    if path.lower().endswith((".m3u8", ".m3u")):
+    """The follower for ``source``: an HLS playlist (``.m3u8``, local or http) or a file
+    still being written (``GROWING_SUFFIXES``)."""
+    if is_playlist(source):
         return HlsFollower(source, segments, settings)
-    if not is_url(source) and Path(source).suffix.lower() in (".ts", ".m2ts", ".mts"):
+    if not is_url(source) and Path(source).suffix.lower() in GROWING_SUFFIXES:
         if not Path(source).is_file():
             raise BuildError(f"cannot follow {source}: no such file (yet)")
         return GrowingFileFollower(Path(source), segments, settings)
     raise BuildError(
         f"cannot follow {source}: --follow takes an HLS playlist (.m3u8, a path or an http(s) "
-        "URL) or a growing MPEG-TS file (.ts); for a finished file, build without --follow"
+        "URL) or a file still being written (MPEG-TS, fragmented MP4, Matroska); for a "
+        "finished file, build without --follow"
     )
 
 
@@ -213,19 +231,27 @@ class Recording:
     tools must find a frame by its time: so versions are built from, and questions read,
     the MP4, which is replaced whole (a reader with the old file open keeps its copy)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, source: str) -> None:
         self.folder = folder
         self.segments = folder / SEGMENTS_DIR
-        self.stream = folder / STREAM_FILE
         self.path = folder / RECORDING_FILE
         self.state_file = folder / STATE_FILE
         folder.mkdir(parents=True, exist_ok=True)
         self.segments.mkdir(exist_ok=True)
         state = self._state()
+        if state.get("source") not in (None, source):
+            raise BuildError(
+                f"{folder.parent} follows {state['source']}, not {source}; choose another "
+                "memory folder"
+            )
+        self.source = source
+        suffix = ".ts" if is_playlist(source) else Path(source).suffix.lower()
+        self.stream = folder / f"{STREAM_STEM}{suffix}"
         self.appended: list[str] = list(state.get("appended", []))
         self.bytes = int(state.get("bytes", 0))
         self.identity: str | None = state.get("identity")
-        self.source: str | None = state.get("source")
+        #: Whether ``recording.mp4`` left out each stream's last packet (``append_new``).
+        self._held_back = True
         # Undo an append whose record a kill prevented; drop half-written segments.
         if self.stream.exists() and self.stream.stat().st_size != self.bytes:
             with self.stream.open("r+b") as handle:
@@ -241,37 +267,30 @@ class Recording:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def start(self, source: str) -> None:
-        """Tie the recording to ``source``; a folder that records another is refused."""
-        if self.source is not None and self.source != source:
-            raise BuildError(
-                f"{self.folder.parent} follows {self.source}, not {source}; choose another "
-                "memory folder"
-            )
-        self.source = source
-        self._save()
-
-    def append_new(self) -> int:
-        """Append the segments that arrived since the last call; how many."""
-        new = sorted(
-            p.name for p in self.segments.glob("seg_*.ts") if p.name not in set(self.appended)
-        )
+    def append_new(self, *, torn_tail: bool = False) -> int:
+        """Append the segments that arrived since the last call; how many. ``torn_tail``:
+        the bytes may end inside a frame (a file still being written), so the last packet
+        of each stream waits for the next append."""
+        appended = set(self.appended)
+        new = sorted(p.name for p in self.segments.glob("seg_*") if p.name not in appended)
         if not new:
-            if self.bytes and not self.path.is_file():
-                remux_to_mp4(self.stream, self.path)
+            if self.bytes and (not self.path.is_file() or self._held_back != torn_tail):
+                remux_to_mp4(self.stream, self.path, hold_back_last=torn_tail)
+                self._held_back = torn_tail
             return 0
         with self.stream.open("ab") as out:
             for name in new:
                 data = (self.segments / name).read_bytes()
                 if self.identity is None:
-                    self.identity = stream_identity(self.source or "", data)
+                    self.identity = stream_identity(self.source, data)
                 out.write(data)
                 self.bytes += len(data)
                 self.appended.append(name)
             out.flush()
             os.fsync(out.fileno())
         self._save()
-        remux_to_mp4(self.stream, self.path)
+        remux_to_mp4(self.stream, self.path, hold_back_last=torn_tail)
+        self._held_back = torn_tail
         return len(new)
 
     def _save(self) -> None:
@@ -293,9 +312,11 @@ def stream_identity(source: str, first_segment: bytes) -> str:
     return f"{LIVE_FINGERPRINT_PREFIX}{digest.hexdigest()[:24]}"
 
 
-def remux_to_mp4(stream: Path, target: Path) -> None:
+def remux_to_mp4(stream: Path, target: Path, *, hold_back_last: bool = False) -> None:
     """``stream``'s video and audio, packets unchanged, into an MP4 that replaces ``target``
-    whole. A packet the demuxer cannot time (the torn end of a growing file) is left out."""
+    whole. A packet the demuxer cannot time is left out, and demuxing stops at data it
+    cannot read (the torn end of a file still being written); ``hold_back_last`` leaves out
+    each stream's last packet too, which such an end may have cut short."""
     import av
 
     partial = target.with_name(f".{target.name}.part")
@@ -305,12 +326,31 @@ def remux_to_mp4(stream: Path, target: Path) -> None:
             for chosen in (src.streams.video[:1], src.streams.audio[:1]):
                 for one in chosen:
                     mapping[one.index] = out.add_stream_from_template(one)
-            for packet in src.demux(*[src.streams[i] for i in mapping]):
+            waiting: dict[int, Any] = {}
+            for packet in _readable(src.demux(*[src.streams[i] for i in mapping])):
                 if packet.dts is None or packet.stream.index not in mapping:
                     continue
-                packet.stream = mapping[packet.stream.index]
-                out.mux(packet)
+                index = packet.stream.index
+                ready = waiting.pop(index, None) if hold_back_last else packet
+                if hold_back_last:
+                    waiting[index] = packet
+                if ready is not None:
+                    ready.stream = mapping[index]
+                    out.mux(ready)
     except (av.error.FFmpegError, ValueError) as exc:
         partial.unlink(missing_ok=True)
         raise BuildError(f"cannot remux the recording {stream} into MP4: {exc}") from None
     os.replace(partial, target)
+
+
+def _readable(packets: Iterator[Any]) -> Iterator[Any]:
+    """The packets up to the first the demuxer cannot read."""
+    import av
+
+    while True:
+        try:
+            yield next(packets)
+        except (StopIteration, av.error.EOFError):
+            return
+        except av.error.FFmpegError:
+            return

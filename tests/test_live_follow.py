@@ -86,14 +86,14 @@ def test_a_live_folder_reads_as_its_newest_version_and_is_asked_with_its_source(
 
 
 def test_a_recording_undoes_an_append_a_kill_left_unrecorded(tmp_path: Path) -> None:
-    recording = Recording(tmp_path / "live")
-    recording.start("stream.m3u8")
+    recording = Recording(tmp_path / "live", "stream.m3u8")
+    recording._save()
     (recording.segments / "seg_000000.ts").write_bytes(b"\x47" * 188)
     recording.stream.write_bytes(b"\x47" * 188 * 3)  # appended, but never recorded
-    again = Recording(tmp_path / "live")
+    again = Recording(tmp_path / "live", "stream.m3u8")
     assert again.bytes == 0 and again.stream.stat().st_size == 0
     with pytest.raises(BuildError, match=r"follows stream\.m3u8"):
-        again.start("other.m3u8")
+        Recording(tmp_path / "live", "other.m3u8")
     assert stream_identity("a", b"1") != stream_identity("b", b"1")
 
 
@@ -318,5 +318,42 @@ def test_a_follow_killed_mid_stream_resumes_without_redoing_a_finished_clip(
     first = versions[0]["report"]["stages"]["perception"]
     assert first["reused"] >= len(finished) >= 3, first
     assert first["computed"] + first["reused"] == versions[0]["report"]["clips"]
+    assert clip_spans(out) == clip_spans(offline_build)
+    assert fact_spans(out) == fact_spans(offline_build)
+
+
+@pytest.mark.slow
+def test_an_mp4_another_process_is_still_writing_is_followed_to_its_end(
+    fact_video: FactVideo, offline_build: Path, tmp_path: Path
+) -> None:
+    """A recorder writing fragmented MP4 at 30x real time in a process of its own; the
+    follow ends when the file stops growing, and equals a build of the finished file."""
+    growing = tmp_path / "camera.mp4"
+    writer = subprocess.Popen(
+        [sys.executable, "-m", "videotapestry.testing.live_media", str(fact_video.path),
+         str(growing), "--speed", "30"],
+        cwd=ROOT,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not (growing.is_file() and growing.stat().st_size > 0):
+            assert time.monotonic() < deadline and writer.poll() is None
+            time.sleep(0.05)
+        out = tmp_path / "mem"
+        done = subprocess.run(
+            [sys.executable, "-m", "videotapestry.cli", "build-memory", str(growing), str(out),
+             "--follow", "--profile", "offline", "--json", *FOLLOW,
+             "-o", "builder.follow.idle_end_s=4"],
+            capture_output=True, text=True, timeout=300, cwd=ROOT,
+        )  # fmt: skip
+        assert writer.wait(timeout=60) == 0
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    assert done.returncode == 0, done.stderr
+    versions = [json.loads(line) for line in done.stdout.splitlines()]
+    # Versions were published while the file grew, the last once it stopped.
+    assert len(versions) >= 2 and versions[0]["covered_s"] < 300
+    assert versions[-1]["ended"] and versions[-1]["covered_s"] == pytest.approx(360.0)
     assert clip_spans(out) == clip_spans(offline_build)
     assert fact_spans(out) == fact_spans(offline_build)

@@ -1,5 +1,5 @@
 """Live sources for tests and benches (SPEC §16): an HLS stream whose segments appear over
-time, served over HTTP on 127.0.0.1 only.
+time, served over HTTP on 127.0.0.1 only, and an MP4 that another process is still writing.
 
 ``encode_hls`` turns a finished video into H.264 MPEG-TS segments and their playlist with
 FFmpeg's own HLS muxer (through PyAV), as a live encoder would make them; ``HlsFeed`` then
@@ -9,10 +9,12 @@ ends it with ``#EXT-X-ENDLIST``: what a follower of a live event playlist sees.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import functools
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -128,3 +130,47 @@ def serve_folder(folder: Path) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def write_growing_mp4(video: str | Path, target: str | Path, *, speed: float) -> None:
+    """Re-encode ``video`` into ``target`` as a recorder writes live: H.264 in fragmented
+    MP4 (its index ahead of each 2-s fragment), paced at ``speed`` times real time, so the
+    file grows while a follower reads it. Run in a process of its own (``python -m
+    videotapestry.testing.live_media``), as a recorder would be."""
+    import av
+
+    options = {"movflags": "frag_keyframe+empty_moov+default_base_moof", "flush_packets": "1"}
+    with av.open(str(video)) as source, av.open(str(target), "w", format="mp4",
+                                                  options=options) as out:  # fmt: skip
+        stream_in = source.streams.video[0]
+        rate = stream_in.average_rate or Fraction(25)
+        keyint = max(1, round(float(rate) * 2))
+        stream = out.add_stream("libx264", rate=rate)
+        stream.width = stream_in.codec_context.width
+        stream.height = stream_in.codec_context.height
+        stream.pix_fmt = "yuv420p"
+        stream.options = {
+            "preset": "superfast",
+            "tune": "zerolatency",
+            "x264-params": f"keyint={keyint}:min-keyint={keyint}:scenecut=0",
+        }
+        started = time.monotonic()
+        for number, frame in enumerate(source.decode(stream_in)):
+            image = av.VideoFrame.from_ndarray(frame.to_ndarray(format="rgb24"), "rgb24")
+            out.mux(stream.encode(image))
+            due = started + number / float(rate) / speed
+            time.sleep(max(0.0, due - time.monotonic()))
+        out.mux(stream.encode(None))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="write a growing fragmented MP4")
+    parser.add_argument("video")
+    parser.add_argument("target")
+    parser.add_argument("--speed", type=float, default=1.0, help="times real time")
+    args = parser.parse_args()
+    write_growing_mp4(args.video, args.target, speed=args.speed)
+
+
+if __name__ == "__main__":
+    main()
