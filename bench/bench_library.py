@@ -22,8 +22,19 @@ hashed random vectors, same model name), because the real MiniLM on this machine
 more time than everything else; the run prints its measured MiniLM rate and what embedding
 them for real would add. ``--text-vectors real`` embeds them with MiniLM.
 
+Then a library question (``--call-delay``, default 1 s per model call): generated videos (48 s,
+signs on screen and one spoken line each; ``--answer-videos`` of them say where the chess club
+meets, one does not), their memories built with the offline profile and indexed; the same
+question asked on one candidate alone (its critical path) and across the library (the method
+on each candidate video, concurrently, then the final Answer agent), every call answered by
+the scripted model on the fake OpenAI-compatible server after ``--call-delay`` seconds (a
+model service's latency, with no model computing on this machine). Reports calls, tokens and
+wall of each, and the ratio of the library question's wall to the one video's (goal: <= 1.2x,
+the videos running concurrently and the final answer adding one call).
+
     python bench/bench_library.py [--hours 10,100,1000] [--queries 50] [--budget-min 25]
                                   [--text-vectors fake|real] [--fresh] [--smoke]
+                                  [--answer-videos 3] [--call-delay 1.0] [--no-answer]
 
 Generated memories are cached under bench/.cache/library/ (``--fresh`` regenerates them);
 the index is rebuilt from nothing on every run. A size whose build is projected (from the
@@ -33,6 +44,7 @@ rate so far) to overrun ``--budget-min`` is skipped and its figures extrapolated
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import hashlib
 import os
@@ -64,7 +76,7 @@ from videotapestry.testing.memories import (
 )
 
 #: ``--smoke``: the options put first (bench/benchkit.py), and the figure lines it must print.
-SMOKE_ARGS = ("--hours", "2,4", "--queries", "5", "--warmup", "2")
+SMOKE_ARGS = ("--hours", "2,4", "--queries", "5", "--warmup", "2", "--call-delay", "0.2")
 SMOKE_FIGURES: tuple[str, ...] = (
     r"^library: memories of [\d.]+ video-hours?, \d+ moments each",
     r"^build +\d+ video-hours \(\+\d+ memories\): [\d.]+ s, [\d.]+ memories/s, \d+ moments/s",
@@ -74,6 +86,9 @@ SMOKE_FIGURES: tuple[str, ...] = (
     r"^  of which index .*: p50 [\d.]+ ms, p95 [\d.]+ ms; query embedding .*p95 [\d.]+ ms",
     r"^  keyword check: \d+/\d+ top hits share a word with the query",
     r"^MiniLM on this machine: \d+ texts/s",
+    r"^library answer: \d+ candidate videos of \d+ indexed, each model call delayed [\d.]+ s",
+    r"^  one video alone: \d+ calls, \d+ tokens, [\d.]+ s wall",
+    r"^  library question: \d+ calls \(.*\), \d+ tokens, [\d.]+ s wall; [\d.]+x one video's",
 )
 
 MINILM = "packaged:all-MiniLM-L6-v2"
@@ -323,6 +338,120 @@ def minilm_rate(embedder: SentenceTransformerEmbedder) -> float:
     return len(texts) / (time.perf_counter() - start)
 
 
+#: The library question's videos: name, the four signs (12 s each), which is the fact, and
+#: the line said during it. The chess club's room is in all but the last.
+ANSWER_QUESTION = "Which room does the chess club meet in?"
+ANSWER_VIDEOS = (
+    ("chess", ("CHESS CLUB", "NEW MEMBERS", "CHESS CLUB MEETS IN ROOM 9", "GOODBYE"), 2,
+     "The chess club meets in room nine."),
+    ("school", ("SCHOOL FAIR", "CHESS CLUB ROOM 9", "LUNCH AT NOON", "SEE YOU"), 1,
+     "Chess players gather in room nine."),
+    ("townhall", ("TOWN HALL", "OPEN DAY", "BAND PRACTICE", "CHESS CLUB IN ROOM 9"), 3,
+     "On Fridays the chess club plays in room nine."),
+    ("chorus", ("CHORUS NIGHT", "SOPRANOS LEFT", "CHESS CLUB MOVED TO ROOM 9", "ENCORE"), 2,
+     "Our neighbours the chess club now meet in room nine."),
+    ("bakery", ("BAKERY VISIT", "OVEN ROOM", "RYE BREAD ON SUNDAYS", "THANK YOU"), 2,
+     "Rye bread is baked only on Sundays."),
+)  # fmt: skip
+
+
+def write_answer_videos(folder: Path, count: int) -> list[tuple[Path, Path]]:
+    """``count`` videos that say where the chess club meets and one that does not (video,
+    subtitles), written when missing."""
+    from videotapestry.testing.builder_media import ScheduledText, make_text_schedule_video
+
+    chosen = [*ANSWER_VIDEOS[: min(count, len(ANSWER_VIDEOS) - 1)], ANSWER_VIDEOS[-1]]
+    written = []
+    for name, signs, fact, said in chosen:
+        video, subtitles = folder / f"{name}.mp4", folder / f"{name}.srt"
+        if not video.is_file():
+            schedule = [ScheduledText(t, 12.0 * k, 12.0 * (k + 1)) for k, t in enumerate(signs)]
+            make_text_schedule_video(
+                video, schedule, 48.0, fps=1, size=(320, 180), colour_s=24, frame_code=False
+            )
+            start = 12 * fact + 2
+            subtitles.write_text(
+                f"1\n00:00:{start:02d},000 --> 00:00:{start + 5:02d},000\n{said}\n",
+                encoding="utf-8",
+            )
+        written.append((video, subtitles))
+    return written
+
+
+def measure_library_answer(args: Any, embedder: SentenceTransformerEmbedder) -> None:
+    """The same question on one candidate video alone and across the library, every model
+    call answered by the scripted model after ``args.call_delay`` seconds (the fake
+    OpenAI-compatible server's latency), the process warm (both asked once at no delay
+    first: memories loaded, frames decoded)."""
+    from videotapestry.api import VideoTapestry
+    from videotapestry.testing import FakeOpenAIServer
+    from videotapestry.testing.fact_bench import OfflineModels, offline_facade
+    from videotapestry.testing.scripted import ScriptedModel
+
+    work = cache_dir("library", "answer")
+    videos = write_answer_videos(work / "videos", args.answer_videos)
+    models = OfflineModels.load(embedder)
+    for video, subtitles in videos:
+        memory = work / "memories" / video.stem
+        offline_facade("cache.enabled=false", models=models).build_memory(video, memory, subtitles)
+    os.environ.setdefault("OPENAI_API_KEY", "bench")
+    shutil.rmtree(work / "lib", ignore_errors=True)
+    with FakeOpenAIServer() as server:
+        vt = VideoTapestry(
+            overrides=[
+                f"models.default.base_url={server.base_url}",
+                "models.default.harness_headers=true",
+                "cache.enabled=false",
+            ],
+            embedder=embedder,
+        )
+        library = vt.library(work / "lib", max_videos=args.answer_videos)
+        library.update([work / "memories"])
+
+        async def run() -> tuple[Any, float, Any, float]:
+            try:
+                server.on(None, ScriptedModel())
+                warm = await library.aanswer(ANSWER_QUESTION)
+                first = warm.candidates[0]
+                await vt.aanswer(first.video, first.memory, ANSWER_QUESTION)
+                server.latency_s = args.call_delay
+                started = time.perf_counter()
+                alone = await vt.aanswer(first.video, first.memory, ANSWER_QUESTION)
+                alone_s = time.perf_counter() - started
+                started = time.perf_counter()
+                result = await library.aanswer(ANSWER_QUESTION)
+                return alone, alone_s, result, time.perf_counter() - started
+            finally:
+                await vt.aclose()
+
+        alone, alone_s, result, library_s = asyncio.run(run())
+
+    def tokens(usage: Any) -> int:
+        return int(usage.prompt_tokens + usage.completion_tokens)
+
+    first = result.candidates[0]
+    ratio = library_s / alone_s
+    per_video = " + ".join(str(r.usage.calls) for r in result.runs)
+    final = result.usage.calls - sum(r.usage.calls for r in result.runs)
+    print(
+        f"library answer: {len(result.candidates)} candidate videos of {len(videos)} indexed, "
+        f"each model call delayed {args.call_delay:g} s (scripted model on the fake server; "
+        f"memories built by the offline model); question: {ANSWER_QUESTION!r}",
+        flush=True,
+    )
+    print(
+        f"  one video alone: {alone.usage.calls} calls, {tokens(alone.usage)} tokens, "
+        f"{alone_s:.1f} s wall ({first.title}; model {alone.usage.latency_s:.1f} s summed)"
+    )
+    goal = "met" if ratio <= 1.2 else "not met"
+    print(
+        f"  library question: {result.usage.calls} calls ({per_video} for the videos + "
+        f"{final} final), {tokens(result.usage)} tokens, {library_s:.1f} s wall; "
+        f"{ratio:.2f}x one video's (goal <= 1.2x: {goal}); cites "
+        f"{', '.join(result.answered_from) or 'no video'}"
+    )
+
+
 def main() -> None:
     smoke(SMOKE_ARGS)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -336,6 +465,9 @@ def main() -> None:
     parser.add_argument(
         "--search-only", action="store_true", help="only search the index the last run left"
     )
+    parser.add_argument("--answer-videos", type=int, default=3, help="candidate videos")
+    parser.add_argument("--call-delay", type=float, default=1.0, help="seconds per model call")
+    parser.add_argument("--no-answer", action="store_true", help="skip the library question")
     args = parser.parse_args()
     sizes = sorted({int(h) for h in args.hours.split(",")})
 
@@ -425,6 +557,8 @@ def main() -> None:
         f"(EXTRAPOLATED: {per_memory / rate * built_memories / 60:.1f} min for the "
         f"{built_hours} video-hours built)"
     )
+    if not args.no_answer:
+        measure_library_answer(args, real)
 
 
 if __name__ == "__main__":

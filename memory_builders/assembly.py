@@ -142,7 +142,7 @@ async def embed_memory(ctx: BuildContext, memory: VideoMemory) -> VideoMemory:
     same directory are reused where the node texts are unchanged."""
     if not ctx.settings.embeddings:
         return memory
-    stored = _stored_embeddings(ctx.out)
+    stored = _stored_embeddings(ctx.earlier_out)
     if stored is not None:
         memory = memory.with_embeddings(stored)
     with ctx.stage("embeddings"), ctx.timings.measure("embeddings"):

@@ -193,14 +193,22 @@ class MemoryBuilder:
         return BuildResult(memory, report, out, kept=True)
 
     async def abuild_version(
-        self, recording: Path, out: Path, version_dir: Path, identity: str
+        self,
+        recording: Path,
+        out: Path,
+        version_dir: Path,
+        identity: str,
+        *,
+        previous: Path | None = None,
     ) -> BuildResult:
         """One version of a followed memory (``follow``): ``recording`` as it is now, built
         into ``version_dir`` from the checkpoints in ``out``, under the stream's ``identity``
         instead of a fingerprint of the growing file. The caller holds ``out``'s lock; what
-        an earlier version finished (clips, MacroEvents) is reused by its checkpoint keys."""
+        an earlier version finished (clips, MacroEvents) is reused by its checkpoint keys,
+        and the ``previous`` version's node vectors where the texts are unchanged."""
         ctx = BuildContext(self, recording, version_dir, out / BUILD_DIR)
         ctx.live_identity = identity
+        ctx.earlier_out = previous or version_dir
         return await self._run(ctx, None, None, stamped=False)
 
     async def _build_locked(

@@ -80,6 +80,9 @@ class BuildContext:
         #: A followed stream's identity (``follow``): it stands for the video's fingerprint,
         #: as the recording grows, and its stages key their checkpoints by how far it goes.
         self.live_identity: str | None = None
+        #: The memory an earlier build of this video wrote (a followed memory's previous
+        #: version), whose node vectors are reused where the texts are unchanged.
+        self.earlier_out: Path = out
         tools.progress.usage = self  # the bars show this build's calls, tokens and cost
 
     def summary(self) -> UsageSummary:

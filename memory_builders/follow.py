@@ -135,7 +135,11 @@ async def _version(
         shutil.rmtree(target)
     target.mkdir(parents=True)
     assert recording.identity is not None  # set by the first append
-    result = await builder.abuild_version(recording.path, out, target, recording.identity)
+    state = live_state(out)
+    previous = out / VERSIONS_DIR / state.version if state is not None else None
+    result = await builder.abuild_version(
+        recording.path, out, target, recording.identity, previous=previous
+    )
     publish_live_state(
         out,
         LiveState(

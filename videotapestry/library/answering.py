@@ -14,6 +14,10 @@ one Answer agent composes the answer from their composite memories, citing (vide
    its video; the ids resolve back to (video, moment). The final agent is the method's own
    Answer agent (same prompt and rules): a library question differs in what it reads, not in
    how it answers.
+4. A free-form answer that another candidate's own run gave too, in the same words and
+   citing its own evidence, cites that video as well (``corroborating``): the final agent
+   may rest a fact on one video's line where two videos show it. Not for a multiple-choice
+   letter, which a run with no evidence picks as readily.
 
 The per-video runs are injected (``answer_video``, ``load_memory``): the facade supplies
 its own ``aanswer``, so this module does not import it.
@@ -348,6 +352,8 @@ class Library:
             citations=self.citations,
         )
         citations, invalid = _by_video(outcome.citations, owners)
+        if not options:
+            citations += corroborating(outcome.text, candidates, runs, citations)
         usage = UsageSummary()
         for run in runs:
             usage.merge(run.usage)
@@ -365,6 +371,38 @@ class Library:
             elapsed_s=time.perf_counter() - started,
             invalid_citations=[*outcome.invalid_citations, *invalid],
         )
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def corroborating(
+    answer: str,
+    candidates: Sequence[Candidate],
+    runs: Sequence[Result],
+    cited: Sequence[LibraryCitation],
+) -> list[LibraryCitation]:
+    """The citations of each candidate not cited yet whose own run answered ``answer`` in the
+    same words (case and punctuation aside), from the evidence that run cited."""
+    said = _words(answer)
+    named = {c.tag for c in cited}
+    if not said:
+        return []
+    return [
+        LibraryCitation(
+            claim=citation.claim,
+            tag=candidate.tag,
+            title=candidate.title,
+            memory=candidate.memory,
+            video=candidate.video,
+            sources=list(citation.sources),
+        )
+        for candidate, run in zip(candidates, runs, strict=True)
+        if candidate.tag not in named and _words(run.answer_text) == said
+        for citation in run.citations
+        if citation.sources
+    ]
 
 
 def _tagged_ref(ref: EvidenceRef, tag: str) -> EvidenceRef:

@@ -31,6 +31,10 @@ _REF_ITEM = re.compile(
     rf"\((?P<start>{CLOCK})-(?P<end>{CLOCK})\)"
 )
 _TIME = re.compile(rf"(?P<start>{CLOCK})(?:\s*[-–]\s*(?P<end>{CLOCK}))?")
+#: The header of each video's section in a library question's memory (``library.answering``).
+_VIDEO_HEADER = re.compile(r"^Video (?P<tag>V\d+): ", re.MULTILINE)
+#: The time a moment's text starts with (``temporal.moments``: "00:00-00:48: ...").
+_LEADING_TIME = re.compile(rf"^{CLOCK}(?:\s*[-–]\s*{CLOCK})?: ")
 _DIRECT_FRAME = re.compile(rf"^(?P<id>D\d+): .*?(?P<at>{CLOCK})\s*$")
 
 
@@ -107,17 +111,37 @@ def entry_of(unit: str, memory: str) -> tuple[str, float, float] | None:
     return entry.id, entry.start, entry.end
 
 
+def video_tag(unit: str, memory: str) -> str | None:
+    """``V2.`` when ``unit`` sits in video V2's section of a library question's memory (found
+    as written, else by one of the lines a moment joins, else by the one video its ids name);
+    None in a single video's memory (no sections) or when it cannot be told."""
+    headers = list(_VIDEO_HEADER.finditer(memory))
+    if not headers:
+        return None
+    for piece in (unit, *unit.split(" / ")):
+        piece = _LEADING_TIME.sub("", piece.strip())
+        at = memory.find(piece) if piece else -1
+        if at >= 0:
+            before = [h for h in headers if h.start() <= at]
+            return before[-1].group("tag") + "." if before else None
+    named = set(re.findall(r"\b(V\d+)\.", unit))
+    return named.pop() + "." if len(named) == 1 else None
+
+
 def cite(unit: str, memory: str) -> list[str]:
     """The ids to cite for the fact ``unit`` of ``memory`` (see the module docstring)."""
     span = fact_span(unit, memory)
     timed = _TIME.search(unit) is not None
+    tag = video_tag(unit, memory)
     ids: list[str] = []
     if span is not None:
         start, end = span
         holding = [
             item
             for item in read_refs(memory)
-            if item.start <= end + 0.5 and start <= item.end + 0.5
+            if item.start <= end + 0.5
+            and start <= item.end + 0.5
+            and (tag is None or item.tag == tag)
         ]
         # Frames stand for a fact only at its own time: spread over a whole entry (a sentence
         # quoted in a summary, with no time of its own) they would point at moments that may
