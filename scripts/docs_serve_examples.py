@@ -38,7 +38,7 @@ from typing import Any
 TOOL_EXAMPLES: dict[str, dict[str, Any]] = {
     "list_videos": {},
     "list_memories": {},
-    "build_memory": {"video": "sample.mp4"},
+    "build_memory": {"video": "sample.mp4", "follow": False},
     "answer_question": {
         "video": "sample.mp4",
         "memory": "memories/sample",
@@ -213,6 +213,22 @@ def rest_examples(base: Path, root: Path) -> list[Example]:
             "follow it with its events or by polling `GET /api/jobs/{id}`.",
         ).json()
         call("Cancel a job", "POST", f"/api/jobs/{build['id']}/cancel")
+        followed = call(
+            "Follow a live source (a memory that grows as the video arrives)",
+            "POST",
+            "/api/jobs",
+            {"kind": "build", "video": "cam/index.m3u8", "out": "memories/cam", "follow": True},
+            note="`video` is an HLS playlist (a path under the roots or an http(s) URL) or a "
+            "file still being written under the roots (MPEG-TS, fragmented MP4, Matroska); "
+            "`out` is needed for a URL. The job runs until the stream ends (ENDLIST, no "
+            "growth for `builder.follow.idle_end_s`, or a cancel). "
+            "Each version published is one `progress` event: `version`, `covered_s`, "
+            '`arrived_s`, `lag_s` (arrived minus covered), `ended`, `covers` ("live memory '
+            'covering 00:00-03:20 (still recording)") and, when the server has a library, '
+            "`library` (its update after the version). A question about a live memory "
+            "carries `memory_covers` in its result: the version it read.",
+        ).json()
+        call("Stop following (cancel)", "POST", f"/api/jobs/{followed['id']}/cancel")
         asked = call(
             "Ask a question (here from the memory only: no `video`)",
             "POST",

@@ -116,6 +116,12 @@ def test_ask_library_refuses_a_video_or_a_memory_beside_it(
     assert code == 2 and "give no VIDEO or --memory" in err
     code, _, err = run_cli_output(capsys, "ask", "--question", "Who?", "--profile", "offline")
     assert code == 2 and "--memory" in err and "--library" in err
+    # Where the videos' runs go is a library question's choice only.
+    code, _, err = run_cli_output(
+        capsys, "ask", "--memory", str(tmp_path), "--question", "Who?", "--executor", "ray",
+        "--profile", "offline",
+    )  # fmt: skip
+    assert code == 2 and "apply to ask --library" in err
 
 
 def test_search_hits_reach_the_overview_prompt_after_the_locators_windows() -> None:

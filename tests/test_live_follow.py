@@ -267,6 +267,18 @@ def test_a_fact_is_answerable_while_the_stream_goes_on_and_the_end_equals_a_whol
         assert any(s <= exit_3.end_s and e >= exit_3.start_s for s, e in spans), spans
         # A fact still to come is not in the memory yet.
         assert not any("HALL 31" in t for t in fact_spans(out))
+        # "The last 2 minutes" are those of the recording so far, and only they are cited.
+        now = covered(out)
+        code, text, err = run_cli_output(
+            capsys, "ask", url, "--memory", str(out), "--profile", "offline", "--json",
+            "--question", "What was on screen in the last 2 minutes?",
+        )  # fmt: skip
+        assert code == 0, err
+        recent = json.loads(text)
+        assert recent["asked"] != recent["question"] and "between" in recent["question"]
+        spans = [(s["start_s"], s["end_s"]) for c in recent["citations"] for s in c["sources"]]
+        assert spans and all(s >= now - 121 and e <= now + 1 for s, e in spans), (now, spans)
+        assert recent["memory_covers"]["covered_s"] == pytest.approx(now)
 
         feed.publish(len(feed.segments), ended=True)
         stdout, stderr = process.communicate(timeout=300)

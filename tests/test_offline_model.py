@@ -234,3 +234,55 @@ def test_the_same_question_gets_byte_identical_replies(plant: Built, guarded) ->
     first = [e.output for e in plant.results["full"].trace.events if e.kind == "model_call"]
     again = [e.output for e in guarded[0].trace.events if e.kind == "model_call"]
     assert first == again
+
+
+#: The prompts whose question comes after what repeats across the questions of a video.
+QUESTION_LAST = (
+    "overview_planning",
+    "level_planning",
+    "level_update",
+    "decision",
+    "asr_planning",
+    "controller",
+    "direct_answer",
+)
+
+
+def question_first_templates(directory: Path) -> Path:
+    """The shipped templates with the question moved back to the head of the user text (the
+    order before prompts put what repeats across questions first, SPEC §17)."""
+    from videotapestry.resources import prompts_dir
+
+    directory.mkdir()
+    include = '{% include "_question.jinja" %}\n'
+    for template in prompts_dir().glob("*.jinja"):
+        text = template.read_text(encoding="utf-8")
+        head, marker, user = text.partition("{% block user %}\n")
+        if marker and include in user and not user.startswith(include):
+            user = include + "\n" + user.replace("\n" + include, "\n", 1)
+        (directory / template.name).write_text(head + marker + user, encoding="utf-8")
+    return directory
+
+
+def test_putting_the_question_last_changes_no_offline_reply(
+    plant: Built, tmp_path: Path, embedder
+) -> None:
+    """The offline model reads the question, memories and trajectory wherever the prompt
+    puts them: with the question first again, every reply of every variant is the same."""
+    overrides = question_first_templates(tmp_path / "prompts")
+    from videotapestry.prompts import PromptRegistry
+
+    shipped, moved = PromptRegistry(), PromptRegistry(overrides)
+    for name in QUESTION_LAST:
+        assert moved.source(name) != shipped.source(name), name
+    perception = Perception(embedder=embedder)
+    for variant in ("full", "single_agent", "direct"):
+        vt, recorder = offline_vt(
+            "cache.enabled=false",
+            f"variant={variant}",
+            f"prompts.override_dir={overrides}",
+            embedder=embedder,
+            perception=perception,
+        )
+        ask(vt, plant.video, plant.memory)
+        assert recorder.calls == plant.calls[variant], variant

@@ -110,6 +110,50 @@ def test_requests_render_roles_text_and_images_in_place() -> None:
     assert measured.calls[2].cached == {"openai": 1024, "vllm": 1024}
 
 
+def test_images_first_puts_the_pictures_before_a_changing_text() -> None:
+    """The same frames asked about with two instructions: after the text, the frames are lost
+    at the first changed character; before it, the second prompt reuses them all."""
+    frames = (ImagePart(b"\xff\xd8 one frame"), ImagePart(b"\xff\xd8 another frame"))
+
+    def request(text: str, first: bool) -> ModelRequest:
+        return ModelRequest(
+            role="observation",
+            messages=(Message("system", "s" * 64), Message("user", text, frames, first)),
+            settings=ModelSettings(),
+        )
+
+    tokens = prompt_tokens(request("abcd", True))
+    assert tokens[18] == ("image", frames[0].sha256, 0) and tokens[-1] == "abcd"
+    after = prefix_share([request("look at A", False), request("look at B", False)])
+    before = prefix_share([request("look at A", True), request("look at B", True)])
+    assert after.calls[1].shared == 1 + 16 + 1 + 2
+    assert before.calls[1].shared == 1 + 16 + 1 + 2 * IMAGE_TOKENS + 2
+
+
+def test_the_client_sends_images_first_when_asked(
+    fake_server: FakeOpenAIServer, api_key: str, tmp_path: Path
+) -> None:
+    fake_server.script(None, FakeReply.text("ok"), FakeReply.text("ok"))
+    service = ModelService(fake_config(fake_server, tmp_path, "cache.enabled=false"))
+    frame = ImagePart(b"\xff\xd8 one frame")
+    prompt = RenderedPrompt("visual_observation", "system", "look", "", "", "h")
+
+    async def go() -> None:
+        try:
+            session = service.session()
+            await session.complete("observation", prompt, [frame])
+            await session.complete("observation", prompt, [frame], images_first=True)
+        finally:
+            await service.aclose()
+
+    asyncio.run(go())
+    kinds = [
+        [part["type"] for part in (r.body or {})["messages"][-1]["content"]]
+        for r in fake_server.requests
+    ]
+    assert kinds == [["text", "image_url"], ["image_url", "text"]]
+
+
 # --------------------------------------------------------------------------- prompt_cache_key
 
 
@@ -238,3 +282,71 @@ def test_every_call_of_a_question_carries_its_videos_key(
         question="Who cooks?",
     )
     assert {(r.body or {}).get("prompt_cache_key") for r in server.requests} == {key}
+
+
+#: Each reordered prompt and the header of its first part that changes from question to
+#: question: everything before it (system text, the video's stored memory text) repeats.
+FIRST_CHANGE = {
+    "level_planning": "Instruction from the level above",
+    "level_update": "Instruction from the level above",
+    "decision": "Instruction from the level above",
+    "asr_planning": "Visual observation window",
+    "controller": "Locator results:",
+    "direct_answer": "Question:",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIRST_CHANGE))
+def test_prompts_put_the_question_and_what_changes_after_what_repeats(name: str) -> None:
+    registry = PromptRegistry()
+    memories = "\n".join(f"macro_{k} [{k:02d}:00-{k + 1:02d}:00] " + "x" * 200 for k in range(8))
+    stable = {
+        "agent_name": "Skim Agent",
+        "memory_level": "macro",
+        "global_summary": "A cooking show.",
+        "memories": memories,
+        "old_memories": memories,
+        "hierarchy": memories,
+        "limits": {"max_observations": 1, "max_updates": 1, "max_calls": 2, "max_steps": 4},
+        "left": {"steps": 4, "observations": 1, "updates": 1, "calls": 2},
+        "max_frames": 8,
+        "video_duration": 3600,
+        "max_windows": 2,
+        "min_window_s": 30,
+        "max_window_s": 90,
+        "max_asr_windows": 2,
+        "asr_min_s": 30,
+        "asr_max_s": 90,
+        "image_notes": [f"D{k}: frame at {k}:00" for k in range(1, 9)],
+        "options": ["A. oven", "B. pan"],
+    }
+    needed = registry.variables(name)
+
+    def render(k: int) -> RenderedPrompt:
+        changing = {
+            "question": f"Question number {k}?",
+            "upstream_instruction": f"look for thing {k}",
+            "trajectory": f"step {k}",
+            "observations": f"seen {k}",
+            "update_instruction": f"add {k}",
+            "visual_observation": f"saw {k}",
+            "visual_window": [k, k + 60],
+            "locator_results": f"hit {k}",
+        }
+        values = {key: v for key, v in {**stable, **changing}.items() if key in needed}
+        return registry.render(name, **values)
+
+    first, second = render(1), render(2)
+    user = second.user
+    assert user.index("Question:") >= user.index(FIRST_CHANGE[name])  # the question last
+    requests = [
+        ModelRequest(
+            role="r",
+            messages=(Message("system", p.system), Message("user", p.user)),
+            settings=ModelSettings(),
+        )
+        for p in (first, second)
+    ]
+    shared = prefix_share(requests).calls[1].shared
+    repeated = 1 + -(-len(second.system) // 4) + 1 + user.index(FIRST_CHANGE[name]) // 4
+    assert shared >= repeated

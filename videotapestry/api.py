@@ -28,8 +28,10 @@ from videotapestry.agents.answer import run_answer_agent
 from videotapestry.agents.citations import citable
 from videotapestry.agents.context import ProgressCallback, RunContext
 from videotapestry.agents.follow_up import resolve_follow_up
+from videotapestry.agents.relative_time import with_relative_time
 from videotapestry.agents.rules import is_global_question
 from videotapestry.agents.state import (
+    AnswerOutcome,
     Degradation,
     DegradationKind,
     EarlierTurn,
@@ -45,9 +47,10 @@ from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
 from videotapestry.errors import ConfigError, ModelCallError, VideoTapestryError
 from videotapestry.graph import build_graph
 from videotapestry.library import Library, LibraryIndex
+from videotapestry.library.answering import AnswerVideo
 from videotapestry.llm.service import ModelService
 from videotapestry.llm.usage import attach_spent
-from videotapestry.memory import VectorsReplaced, VideoMemory
+from videotapestry.memory import VectorsReplaced, VideoMemory, live_state
 from videotapestry.memory_cache import LoadedMemory, MemoryCache
 from videotapestry.prompts import PromptRegistry, short_hash
 from videotapestry.question import labelled_options, validate_question
@@ -197,34 +200,40 @@ class VideoTapestry:
         ``answer_options`` go to every turn's ``aanswer`` (``no_video``, ``subtitle_path``)."""
         return Conversation(self, video, memory, answer_options=dict(answer_options))
 
-    def library(self, path: str | Path, *, max_videos: int = 3) -> Library:
+    async def answer_candidate(
+        self,
+        video: str | None,
+        memory: str,
+        question: str,
+        options: Sequence[str],
+        hints: Sequence[MomentHint],
+    ) -> Result:
+        """One video's run for a library question: the method on ``memory`` (and ``video``,
+        when its file is known), the search's moments in it as ``hints``, no images kept."""
+        return await self.aanswer(
+            video,
+            memory,
+            question,
+            options,
+            no_video=video is None,
+            keep_images=False,
+            hints=hints,
+        )
+
+    def library(
+        self, path: str | Path, *, max_videos: int = 3, answer_video: AnswerVideo | None = None
+    ) -> Library:
         """The library at ``path`` (made when new), answered with this facade: ``index``
         (``update(roots)``), ``search(query, top_k)``, ``answer(question, options=None)`` and
         ``aanswer``. A library question runs the method on each of up to ``max_videos``
-        videos the search puts forward, then composes one answer citing (video, time)."""
-
-        async def answer_video(
-            video: str | None,
-            memory: str,
-            question: str,
-            options: Sequence[str],
-            hints: Sequence[MomentHint],
-        ) -> Result:
-            return await self.aanswer(
-                video,
-                memory,
-                question,
-                options,
-                no_video=video is None,
-                keep_images=False,
-                hints=hints,
-            )
-
+        videos the search puts forward, then composes one answer citing (video, time).
+        ``answer_video`` runs them elsewhere (on Ray: ``executors.open_library``); by
+        default they are this facade's own, in this process (``answer_candidate``)."""
         return Library(
             LibraryIndex(path, self.embedder),
             service=self.service,
             prompts=self.prompts,
-            answer_video=answer_video,
+            answer_video=answer_video or self.answer_candidate,
             load_memory=lambda memory, fingerprint: (
                 self.load_memory(memory, video_fingerprint=fingerprint).memory
             ),
@@ -318,42 +327,16 @@ class VideoTapestry:
             progress=progress,
             readers=readers,
         )
+        # "In the last 10 minutes" was read against the time the loaded memory covers.
+        item = with_relative_time(item, ctx.relative_time)
+        past_covered = ctx.relative_time.past_covered if ctx.relative_time else ""
         try:
-            graph = self._question_graph(checkpointer)
-            run_config = {"configurable": {"thread_id": thread_id or qid}}
-            resume = False
-            if checkpointer is not None:
-                snapshot = await graph.aget_state(run_config)
-                resume = bool(snapshot.values) and bool(snapshot.next)
-            state_in = (
-                None
-                if resume
-                else {
-                    "question": item,
-                    "is_global": is_global_question(item.question, options),
-                }
-            )
-            if ctx.observation_disabled:
-                ctx.session.trace.note("observation_disabled", reason=ctx.observation_disabled)
-            if ctx.asr_substituted and ctx.asr_enabled:
-                setup.append(_setup_loss("asr_substituted", "ASR transcript", ctx.asr_substituted))
-            if ctx.memory_past_end and ctx.variant.method:
-                setup.append(
-                    _setup_loss(
-                        "memory_past_video_end",
-                        "the memory's nodes past the video's end",
-                        ctx.memory_past_end,
-                    )
-                )
-            if ctx.video is not None and ctx.video.info.not_upright and ctx.visual_enabled:
-                setup.append(
-                    _setup_loss(
-                        "frames_not_upright",
-                        "the frames the agents see",
-                        ctx.video.info.not_upright,
-                    )
-                )
-            state = await graph.ainvoke(state_in, run_config, context=ctx)
+            if past_covered:
+                # A moment the memory does not cover: said, not guessed by the agents.
+                ctx.session.trace.note("question_past_covered", reason=past_covered)
+                state: Mapping[str, Any] = {"answer": _not_covered_answer(past_covered, ctx)}
+            else:
+                state = await self._run_graph(item, ctx, setup, checkpointer, thread_id or qid)
         except BaseException as exc:
             attach_spent(exc, ctx.session.usage.summary())
             raise
@@ -374,6 +357,52 @@ class VideoTapestry:
             memory=memory,
             setup=setup,
         )
+
+    async def _run_graph(
+        self,
+        item: QuestionInput,
+        ctx: RunContext,
+        setup: list[Degradation],
+        checkpointer: Any,
+        thread_id: str,
+    ) -> Mapping[str, Any]:
+        """The method's graph on one question (resumed from ``checkpointer`` when it holds
+        an unfinished run of ``thread_id``); ``setup`` gains what the setup lost."""
+        graph = self._question_graph(checkpointer)
+        run_config = {"configurable": {"thread_id": thread_id}}
+        resume = False
+        if checkpointer is not None:
+            snapshot = await graph.aget_state(run_config)
+            resume = bool(snapshot.values) and bool(snapshot.next)
+        state_in = (
+            None
+            if resume
+            else {
+                "question": item,
+                "is_global": is_global_question(item.question, item.options),
+            }
+        )
+        if ctx.observation_disabled:
+            ctx.session.trace.note("observation_disabled", reason=ctx.observation_disabled)
+        if ctx.asr_substituted and ctx.asr_enabled:
+            setup.append(_setup_loss("asr_substituted", "ASR transcript", ctx.asr_substituted))
+        if ctx.memory_past_end and ctx.variant.method:
+            setup.append(
+                _setup_loss(
+                    "memory_past_video_end",
+                    "the memory's nodes past the video's end",
+                    ctx.memory_past_end,
+                )
+            )
+        if ctx.video is not None and ctx.video.info.not_upright and ctx.visual_enabled:
+            setup.append(
+                _setup_loss(
+                    "frames_not_upright",
+                    "the frames the agents see",
+                    ctx.video.info.not_upright,
+                )
+            )
+        return await graph.ainvoke(state_in, run_config, context=ctx)
 
     async def areanswer(
         self,
@@ -644,7 +673,7 @@ class VideoTapestry:
             tokens=state.get("memory_tokens", 0),
         )
         names = {e.prompt_name for e in ctx.session.trace.events if e.prompt_name}
-        return Result.from_run(
+        result = Result.from_run(
             exploration,
             final_memory,
             state["answer"],
@@ -658,13 +687,64 @@ class VideoTapestry:
             warnings=_setup_warnings(ctx),
             html_view=result_fragment,
         )
+        result.memory_covers = _memory_covers(memory, ctx.memory)
+        return result
+
+
+def _memory_covers(memory: str | Path | VideoMemory, loaded: VideoMemory) -> dict[str, Any] | None:
+    """What a live memory's version the question read covers (SPEC §16), else None. The
+    pointer is read again now: when a newer version was published after the question
+    loaded its own, the time is the loaded one's (its name unknown, not the last)."""
+    if isinstance(memory, VideoMemory):
+        return None
+    try:
+        state = live_state(memory)
+    except VideoTapestryError:
+        return None
+    if state is None:
+        return None
+    if abs(state.covered_s - loaded.duration) > 0.05:
+        state = dataclasses.replace(
+            state, version="", covered_s=round(loaded.duration, 3), ended=False
+        )
+    return {
+        "version": state.version or None,
+        "covered_s": state.covered_s,
+        "ended": state.ended,
+        "source": state.source,
+        "text": state.describe(),
+    }
+
+
+def _not_covered_answer(message: str, ctx: RunContext) -> AnswerOutcome:
+    """The answer to a question about a moment the memory does not cover: the message, no
+    option chosen and nothing cited (no agent ran)."""
+    return AnswerOutcome(
+        letter="",
+        reasoning=message,
+        raw_answer="",
+        source="past_covered",
+        prompt_hash="",
+        text=message,
+        citations_asked=ctx.config.answer.citations,
+    )
 
 
 def _setup_warnings(ctx: RunContext) -> list[ResultWarning]:
     """What a reader of this result should know about how the question was set up."""
+    covered = []
+    if ctx.relative_time is not None and ctx.relative_time.past_covered:
+        covered.append(
+            ResultWarning(
+                kind="question_past_covered",
+                level="setup",
+                what="the question (answered without the agents)",
+                why=ctx.relative_time.past_covered,
+            )
+        )
     if not ctx.variant.method:
-        return []  # the Direct baseline reads neither the memory's vectors nor its speech
-    warnings = _vectors_warning(ctx.vectors_replaced)
+        return covered  # the Direct baseline reads neither the memory's vectors nor its speech
+    warnings = [*covered, *_vectors_warning(ctx.vectors_replaced)]
     if ctx.subtitles_for_whisper and ctx.asr_enabled:
         warnings.append(
             ResultWarning(

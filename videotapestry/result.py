@@ -89,6 +89,10 @@ class Result:
     video_duration_s: float | None = None
     #: Time ranges (seconds) of the memory nodes the levels examined, for the same pictures.
     node_times: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: A live memory's version the question read (SPEC §16): ``version``, ``covered_s``,
+    #: ``ended``, ``source`` and ``text`` ("live memory covering 00:00-03:20 (still
+    #: recording)"); None for a memory of a finished video.
+    memory_covers: dict[str, Any] | None = None
     #: Draws this result for notebooks (``_repr_html_``). The API hands it the trace page's
     #: fragment: the views read results, so a result cannot import them.
     html_view: Callable[[Result], str] | None = field(default=None, repr=False, compare=False)
@@ -188,6 +192,7 @@ class Result:
             "citations_asked": self.citations_asked,
             "asked": self.asked,
             "reassembled_from": self.reassembled_from,
+            "memory_covers": self.memory_covers,
             "elapsed_s": round(self.elapsed_s, 3),
         }
 
@@ -333,6 +338,7 @@ class _SavedSummary(BaseModel):
     citations_asked: bool = True
     run_id: str = ""
     reassembled_from: str | None = None
+    memory_covers: dict[str, Any] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -447,6 +453,7 @@ def load_result(path: str | Path) -> Result:
         video_path=saved.video.path,
         video_duration_s=saved.video.duration_s,
         node_times=saved.node_times,
+        memory_covers=summary.memory_covers,
     )
 
 

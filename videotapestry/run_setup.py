@@ -22,10 +22,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from videotapestry.agents.context import ProgressCallback, RunContext
+from videotapestry.agents.relative_time import relative_time_for
 from videotapestry.agents.state import QuestionInput
 from videotapestry.asr import SubtitleSource, TranscriptSource, make_transcript_source
 from videotapestry.llm.prefix_cache import video_cache_key
-from videotapestry.memory import VideoMemory, check_duration, live_video, past_video_end
+from videotapestry.memory import (
+    LiveState,
+    VideoMemory,
+    check_duration,
+    live_state,
+    live_video,
+    past_video_end,
+)
 from videotapestry.memory_cache import MemoryCache
 from videotapestry.video import (
     FrameCache,
@@ -119,6 +127,14 @@ def open_run_context(
                 origin=origin,
             )
             past_end = past_video_end(loaded.memory, reader.info.duration_s, origin=origin)
+        # "In the last 10 minutes" is read against the time this version covers.
+        live = _live_state_of(memory)
+        relative = relative_time_for(
+            item.question,
+            loaded.memory.duration,
+            mode=config.question.relative_time,
+            recording=None if live is None else not live.ended,
+        )
     except BaseException:
         for opened in decoders if owned else []:
             opened.close()
@@ -151,6 +167,7 @@ def open_run_context(
         memory_past_end=past_end,
         subtitles_for_whisper=subtitles_for_whisper,
         vectors_replaced=loaded.vectors_replaced,
+        relative_time=relative,
         progress=progress,
         owns_video=owned,
     )
@@ -182,6 +199,12 @@ def memory_directory(memory: str | Path | VideoMemory) -> Path | None:
         return None
     path = Path(memory)
     return path if path.is_dir() else None
+
+
+def _live_state_of(memory: str | Path | VideoMemory) -> LiveState | None:
+    """The pointer of ``memory`` when it is a followed folder (``memory.live``)."""
+    folder = memory_directory(memory)
+    return live_state(folder) if folder is not None else None
 
 
 def _note_frame_source(ctx: RunContext, memory: str | Path | VideoMemory) -> None:

@@ -96,7 +96,10 @@ async def _answer(
     error = None
     claims: list[tuple[str, list[str]]] = []
     try:
-        reply = await session.complete_json(role, prompt, answer_model(citations_asked), images)
+        # Images (the Direct baseline's frames, the same for every question) before the text.
+        reply = await session.complete_json(
+            role, prompt, answer_model(citations_asked), images, images_first=True
+        )
         raw_answer, reasoning = reply.answer, reply.reasoning
         if isinstance(reply, FinalAnswer):  # unasked, citations are ignored like any extra key
             claims = [(c.claim, c.ids) for c in reply.citations]

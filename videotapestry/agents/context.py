@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from videotapestry.agents.relative_time import RelativeTime
 from videotapestry.asr import TranscriptSource
 from videotapestry.config import Config, LevelLimits
 from videotapestry.embeddings import Embedder
@@ -63,6 +64,9 @@ class RunContext:
     #: The memory's own node vectors when the configured embedder's replaced them (they steer
     #: search and PACE-Mem); None when the stored ones are used or there were none.
     vectors_replaced: VectorsReplaced | None = None
+    #: The question read against the time the memory covers ("in the last 10 minutes" as
+    #: an explicit window, or a moment past it to say so); None when it was not read.
+    relative_time: RelativeTime | None = None
     progress: ProgressCallback | None = None
     #: LangGraph's custom-stream writer while a graph node runs (``astream(stream_mode="custom")``).
     stream: ProgressCallback | None = None

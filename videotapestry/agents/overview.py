@@ -28,6 +28,7 @@ from videotapestry.agents.level_protocol import (
     update_record,
     update_requests_json,
 )
+from videotapestry.agents.relative_time import QUESTION_WINDOW
 from videotapestry.agents.rules import (
     assign_lines_to_spans,
     clean_anchors,
@@ -67,18 +68,43 @@ MAX_ANCHORS = 4
 
 def locator_text(result: MultiAnchorResult | None, hints: Sequence[MomentHint] = ()) -> str:
     """The multi-anchor locator's answer in the compact form the planning prompt expects,
-    then the moments a library search found (``hints``), numbered after the locator's own
-    windows in the same form, so the locator's come first."""
+    then the window a question relative to now was resolved to (``relative_time``) and the
+    moments a library search found (``hints``), numbered after the locator's own windows in
+    the same form, so the locator's come first."""
     lines = _located_lines(result)
-    if hints:
+    groups = (
+        ("question_window (the time the question asks about):", QUESTION_WINDOW),
+        ("library_search_hits (where a search across videos found the question):", None),
+    )
+    for title, level in groups:
+        shown = [h for h in hints if (h.level == QUESTION_WINDOW) == (level is not None)]
+        if not shown:
+            continue
         first = 1 + sum(1 for line in lines if line[:1].isdigit())
-        lines.append("library_search_hits (where a search across videos found the question):")
-        for number, hint in enumerate(hints, first):
+        lines.append(title)
+        for number, hint in enumerate(shown, first):
             lines.append(
                 f"{number}. {format_range(hint.start_s, hint.end_s)} "
                 f"({hint.start_s:.0f}-{hint.end_s:.0f} s) {hint.level} {hint.text[:120]!r}"
             )
     return "\n".join(lines)
+
+
+def toward_question_window(
+    planned: Sequence[tuple[float, float]], hints: Sequence[MomentHint], log: LevelLog
+) -> list[tuple[float, float]]:
+    """The plan's ranges, or the window a question relative to now was resolved to ("in the
+    last 2 minutes": ``relative_time``) when the plan looks nowhere near it: the question
+    names that time outright, so the one continuous look is placed on it (and widened
+    around it as any plan is); a plan that touches it is kept."""
+    asked = [(h.start_s, h.end_s) for h in hints if h.level == QUESTION_WINDOW]
+    if not asked or any(a <= e and s <= b for s, e in planned for a, b in asked):
+        return list(planned)
+    log.note(
+        "the plan looked away from the time the question names; the window is placed on "
+        + ", ".join(format_range(a, b) for a, b in asked)
+    )
+    return asked
 
 
 def _located_lines(result: MultiAnchorResult | None) -> list[str]:
@@ -187,7 +213,9 @@ async def run_overview(
 
     observations = []
     window = visual_window(
-        plan.time_ranges, duration, min_span_s=config.agents.overview.min_window_s
+        toward_question_window(plan.time_ranges, question.hints, log),
+        duration,
+        min_span_s=config.agents.overview.min_window_s,
     )
     visual = None
     if ctx.visual_enabled and budget.spend("observation"):

@@ -170,6 +170,7 @@ WarningKind = Literal[
     "citation_invalid",  # the answer cited ids that name no evidence (they were dropped)
     "memory_vectors_replaced",  # search and PACE-Mem used recomputed vectors, not the memory's
     "transcript_from_subtitles",  # asr.source is whisper; the memory's transcript is subtitles
+    "question_past_covered",  # the question names a moment the memory does not cover
 ]
 
 

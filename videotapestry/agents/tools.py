@@ -200,7 +200,7 @@ async def _ask_visual(
     )
     try:
         reply = await ctx.session.complete_json(
-            "observation", prompt, VisualObservation, images, level=record.level
+            "observation", prompt, VisualObservation, images, level=record.level, images_first=True
         )
     except ModelCallError as exc:
         if not exc.recoverable:

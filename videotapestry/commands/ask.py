@@ -19,9 +19,11 @@ from videotapestry.commands.common import (
     EXIT_ERROR,
     AddConfigOptions,
     add_budget_options,
+    add_executor_options,
     budget_overrides,
     check_key,
     default_trace_path,
+    executor_overrides,
     facade,
     finish,
     finite_float,
@@ -70,6 +72,12 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         action="store_true",
         help=f"exit 0 even when the run lost part of the method (default: exit {EXIT_DEGRADED})",
     )
+    add_executor_options(
+        parser,
+        executor_help="with --library: where each candidate video's run goes: local (this "
+        "process, default) or ray (one task per video on a Ray cluster; needs the [ray] extra, "
+        "and videos and memories on storage every worker sees)",
+    )
     add_budget_options(parser)
     add_config(parser)
     parser.set_defaults(handler=run)
@@ -89,6 +97,8 @@ async def _ask(args: argparse.Namespace) -> int:
         return await _ask_library(args)
     if not args.memory:
         raise ConfigError("ask needs --memory (one video's memory) or --library LIB")
+    if args.executor or args.ray_address:
+        raise ConfigError("--executor and --ray-address apply to ask --library")
     flags = ["asr.source=subtitles"] if args.subtitles else []
     vt = facade(args, *flags, *budget_overrides(args))
     try:
@@ -119,10 +129,13 @@ async def _ask(args: argparse.Namespace) -> int:
 async def _ask_library(args: argparse.Namespace) -> int:
     """A question across a library: the answer, the videos it rests on, each citation as
     its video and time, what it cost."""
-    vt = facade(args, *budget_overrides(args))
+    from videotapestry.executors import open_library
+
+    vt = facade(args, *executor_overrides(args), *budget_overrides(args))
     try:
         check_key(vt, None)
-        result = await vt.library(args.library).aanswer(args.question, args.option)
+        with open_library(vt, args.library) as library:
+            result = await library.aanswer(args.question, args.option)
     finally:
         await vt.aclose()
     if args.json:

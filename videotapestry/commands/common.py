@@ -288,8 +288,9 @@ def citation_lines(
 
 def answer_line(result: Result) -> str:
     """``answer: C  C. 4417`` for a multiple-choice answer, ``answer: <words>`` for a
-    free-form one."""
-    if result.options:
+    free-form one, or for a question answered in words without choosing (a moment the
+    memory does not cover)."""
+    if result.options and (result.answer or not result.answer_text):
         chosen = next((o for o in result.options if option_label(o) == result.answer), "")
         return f"answer: {result.answer}  {chosen}"
     return f"answer: {result.answer_text or '(none)'}"
@@ -310,6 +311,10 @@ def finish(result: Result, trace_path: Path | None, *, as_json: bool, allow_degr
         )
 
         print(answer_line(result))
+        if result.asked:  # the words resolved ("in the last 2 minutes"), as the agents read it
+            print(f"question read as: {result.question}")
+        if result.memory_covers:  # a live memory: the version read (SPEC §16)
+            print(f"memory: {result.memory_covers['text']}")
         print(f"reasoning: {shown_text(result.reasoning, node_spans(result))}")
         texts = stored_texts(result.levels)
         for line in citation_lines(result.citations, asked=result.citations_asked, texts=texts):

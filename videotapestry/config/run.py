@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import AfterValidator, Field
@@ -39,6 +39,14 @@ class QuestionConfig(StrictModel):
         ge=100,
         description="longest question, its options included, in characters; a longer one is "
         "refused with this limit named (benchmark questions stay under 2,000)",
+    )
+    relative_time: Literal["live", "always", "never"] = Field(
+        "live",
+        description="when 'in the last 10 minutes', 'just now', 'so far' and a time past the "
+        "memory's end are read against the time the memory covers: live: for a followed "
+        "memory (build-memory --follow), whose end is now; always: for every memory (its end "
+        "is then the video's); never: questions are asked as written. Benchmarks keep their "
+        "wording under the default, as their memories are never live",
     )
 
 

@@ -6,18 +6,28 @@
 
 The choice is ``executor.kind`` in the config, ``--executor`` on the command line, or an
 executor object given here. Ray is imported only when the Ray executor is used.
+
+A library question's per-video runs go where the facade's config says too::
+
+    with open_library(vt, "my-library") as library:
+        result = library.answer("Where is the door code shown?")
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from videotapestry.config import Config, load_config
 from videotapestry.errors import ConfigError
 from videotapestry.executors.base import BuildJob, BuildOutcome, Executor, OnJob, OnOutcome
 from videotapestry.executors.local import LocalExecutor
+
+if TYPE_CHECKING:
+    from videotapestry.api import VideoTapestry
+    from videotapestry.library import Library
 
 __all__ = [
     "BuildJob",
@@ -26,6 +36,7 @@ __all__ = [
     "LocalExecutor",
     "build_memories",
     "make_executor",
+    "open_library",
 ]
 
 ExecutorName = Literal["local", "ray"]
@@ -69,3 +80,23 @@ def build_memories(
         on_start=on_start,
         on_outcome=on_outcome,
     )
+
+
+@contextlib.contextmanager
+def open_library(
+    vt: VideoTapestry,
+    path: str | Path,
+    *,
+    max_videos: int = 3,
+    executor: Executor | ExecutorName | None = None,
+) -> Iterator[Library]:
+    """``vt.library(path)`` with each candidate video's run on ``executor`` (default: the
+    config's ``executor.kind``): in this process, or one Ray task per video. A Ray session
+    the library started ends with the context."""
+    runner = (
+        make_executor(vt.config, executor)
+        if executor is None or isinstance(executor, str)
+        else executor
+    )
+    with runner.library_answerer(vt) as answer_video:
+        yield vt.library(path, max_videos=max_videos, answer_video=answer_video)

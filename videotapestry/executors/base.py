@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from memory_builders.report import BuildReport
     from videotapestry.api import VideoTapestry
     from videotapestry.eval.answering import Answerer
+    from videotapestry.library.answering import AnswerVideo
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,12 @@ class Executor(Protocol):
         """Where an eval's question groups run, for one run of ``EvalRunner``; ``vt`` is the
         driver's instance (its config is the workers' config). ``concurrency`` is questions
         in flight per worker."""
+        ...
+
+    def library_answerer(self, vt: VideoTapestry) -> AbstractContextManager[AnswerVideo | None]:
+        """Where a library question's per-video runs go (``VideoTapestry.library``'s
+        ``answer_video``), for as long as the context lasts; None: the facade's own runs,
+        in this process."""
         ...
 
 

@@ -57,6 +57,11 @@ class LocalExecutor:
 
         yield LocalAnswerer(vt, variants, concurrency=concurrency)
 
+    @contextlib.contextmanager
+    def library_answerer(self, vt: VideoTapestry) -> Iterator[None]:
+        """None: a library question's per-video runs are the facade's own, in this process."""
+        yield None
+
     async def abuild_memories(
         self,
         config: Config,

@@ -11,6 +11,15 @@ Resources per task come from ``executor.ray.build`` (CPUs, GPUs, memory); the dr
 at most ``parallel`` videos in flight, else as many as the cluster fits, and shows one bar
 over the videos (the workers print no per-stage bars).
 
+Library questions (SPEC §15, ``ask --library``): one Ray task per candidate video, running
+the ordinary method in a worker process (``tasks.answer_video_in_worker``, which keeps its
+facade and so its embedding model for the process's next video) and sending back the run's
+``Result`` (answer, citations, levels, composite memory, usage); the driver composes the
+answer from them as from runs made in its own process. The candidates' runs are in flight
+together, each task reserving ``executor.ray.eval`` resources; every worker has its own model
+service, so the per-endpoint limit bounds each run's calls. Ray starts (or is joined) at
+the first run and is left as ``ray_session`` leaves it when the library's context ends.
+
 Eval: ``workers`` Ray actors (``executor.ray.eval``: CPUs, GPUs, memory each; default as
 many as the cluster's CPUs allow), each holding one ``VideoTapestry`` and so one embedder
 and one Whisper, answering up to ``--concurrency`` questions at once. The driver keeps the
@@ -45,10 +54,11 @@ from videotapestry.executors.base import (
 from videotapestry.llm import UsageSummary
 
 if TYPE_CHECKING:
+    from videotapestry.agents.state import MomentHint
     from videotapestry.api import VideoTapestry
     from videotapestry.eval.answering import Emit, QuestionFiles
     from videotapestry.eval.questions import EvalQuestion
-    from videotapestry.result import Exploration
+    from videotapestry.result import Exploration, Result
 
 #: Ray's process title for a build task is ``ray::<this><video file name>``.
 BUILD_TASK_PREFIX = "videotapestry-build:"
@@ -70,6 +80,10 @@ def import_ray() -> Any:
 
 class RayClusterError(VideoTapestryError):
     """The Ray cluster cannot be reached or started."""
+
+
+class RayRunError(VideoTapestryError):
+    """A library candidate's run on Ray did not come back (its worker or node was lost)."""
 
 
 @contextlib.contextmanager
@@ -217,6 +231,16 @@ class RayExecutor:
                 yield answerer
             finally:
                 answerer.shutdown()
+
+    @contextlib.contextmanager
+    def library_answerer(self, vt: VideoTapestry) -> Iterator[RayVideoAnswerer]:
+        """A library question's per-video runs as Ray tasks (``VideoTapestry.library``'s
+        ``answer_video``); Ray starts at the first run."""
+        answerer = RayVideoAnswerer(vt.config, self.settings)
+        try:
+            yield answerer
+        finally:
+            answerer.close()
 
     @staticmethod
     def _collect(ray: Any, ref: Any, job: BuildJob, retries: int) -> BuildOutcome:
@@ -396,6 +420,83 @@ class RayAnswerer:
         index = self._home.pop(memory, None)
         if index is not None and self._workers:
             self._releases.append(self._workers[index].release.remote(memory.absolute()))
+
+
+#: Ray's process title for a library candidate's run is ``ray::<this><memory folder name>``.
+LIBRARY_TASK_PREFIX = "videotapestry-library:"
+
+
+class RayVideoAnswerer:
+    """The library's ``answer_video`` on Ray: each call one task, its ``Result`` returned."""
+
+    def __init__(self, config: Config, settings: RayConfig) -> None:
+        from videotapestry.executors.tasks import portable_config
+
+        self.config = portable_config(config)
+        self.settings = settings
+        #: The worker process of each run, in the order the runs finished (logs, tests).
+        self.worker_pids: list[int] = []
+        self._session = contextlib.ExitStack()
+        self._ray: Any = None
+        self._task: Any = None
+        self._config_ref: Any = None
+
+    def _start(self) -> Any:
+        if self._ray is None:
+            from videotapestry.executors.tasks import answer_video_in_worker
+
+            ray = self._session.enter_context(ray_session(self.settings))
+            self._task = ray.remote(answer_video_in_worker)
+            self._config_ref = ray.put(self.config)
+            self._ray = ray
+        return self._ray
+
+    async def __call__(
+        self,
+        video: str | None,
+        memory: str,
+        question: str,
+        options: Sequence[str],
+        hints: Sequence[MomentHint],
+    ) -> Result:
+        ray = self._start()
+        settings = self.settings.eval
+        memory = str(Path(memory).absolute())  # the worker's working directory may differ
+        ref = self._task.options(
+            **task_options(settings),
+            max_retries=settings.max_restarts,
+            retry_exceptions=False,
+            name=LIBRARY_TASK_PREFIX + Path(memory).name,
+        ).remote(
+            self._config_ref,
+            str(Path(video).absolute()) if video else None,
+            memory,
+            question,
+            list(options),
+            list(hints),
+        )
+        try:
+            pid, result = await ref
+        except asyncio.CancelledError:
+            ray.cancel(ref, force=True)
+            raise
+        except ray.exceptions.RayTaskError as exc:
+            if isinstance(exc.cause, BaseException):
+                raise exc.cause from None  # the run's own error, as a local run raises it
+            raise RayRunError(describe_ray_error(ray, exc)[1]) from None
+        except ray.exceptions.RayError as exc:
+            raise RayRunError(
+                f"the Ray worker answering over {Path(memory).name} was lost "
+                f"{settings.max_restarts + 1} times (executor.ray.eval.max_restarts="
+                f"{settings.max_restarts}): {describe_ray_error(ray, exc)[1]}"
+            ) from None
+        self.worker_pids.append(pid)
+        return result
+
+    def close(self) -> None:
+        """Leave Ray as ``ray_session`` found it (disconnect when this answerer joined)."""
+        self._session.close()
+        self._ray = None
 
 
 def _workers_that_fit(ray: Any, settings: RayEvalSettings) -> int:

@@ -7,6 +7,7 @@ ordinary build, with the ordinary checkpoints, and gives the same memory.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,9 +17,11 @@ from videotapestry.executors.base import BuildJob, BuildOutcome
 
 if TYPE_CHECKING:
     from memory_builders.builder import MemoryBuilder
+    from videotapestry.agents.state import MomentHint
+    from videotapestry.api import VideoTapestry
     from videotapestry.eval.answering import QuestionFiles, VariantOutcome
     from videotapestry.eval.questions import EvalQuestion
-    from videotapestry.result import Exploration
+    from videotapestry.result import Exploration, Result
 
 
 async def build_job(
@@ -78,6 +81,37 @@ def build_in_worker(config: Config, job: BuildJob) -> BuildOutcome:
         builder.service.close()
     outcome.exception = None  # the message and type travel; exception objects may not
     return outcome
+
+
+#: A worker process's facade for the config it was last sent (its embedder loads once).
+_WORKER_FACADE: dict[str, VideoTapestry] = {}
+
+
+def answer_video_in_worker(
+    config: Config,
+    video: str | None,
+    memory: str,
+    question: str,
+    options: Sequence[str],
+    hints: Sequence[MomentHint],
+) -> tuple[int, Result]:
+    """One library candidate's run (the method on one video, its search hits as hints), for a
+    worker process: (this process's id, the run's ``Result``). The facade, and so the
+    embedding model, stays for the process's next video; the memory is forgotten after."""
+    import os
+
+    from videotapestry.api import VideoTapestry
+
+    key = config.model_dump_json()
+    vt = _WORKER_FACADE.get(key)
+    if vt is None:
+        _WORKER_FACADE.clear()
+        vt = _WORKER_FACADE[key] = VideoTapestry(config)
+    try:
+        result = vt.run_sync(vt.answer_candidate(video, memory, question, options, hints))
+    finally:
+        vt.release_memory(memory)
+    return os.getpid(), result
 
 
 def portable_config(config: Config) -> Config:

@@ -57,6 +57,8 @@ def request_key(request: ModelRequest, endpoint: str) -> str:
                 "role": message.role,
                 "text": message.text,
                 "images": [image.sha256 for image in message.images],
+                # Only when set, so the keys of requests with the images after the text stay.
+                **({"images_first": True} if message.images_first else {}),
             }
             for message in request.messages
         ],

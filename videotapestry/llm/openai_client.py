@@ -301,12 +301,14 @@ async def _offline_first_request() -> None:
 def _wire_message(message: Message, image_detail: str | None) -> dict[str, Any]:
     if not message.images:
         return {"role": message.role, "content": message.text}
-    parts: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
+    text: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
+    images: list[dict[str, Any]] = []
     for image in message.images:
         image_url: dict[str, Any] = {"url": image.data_url()}
         if image_detail:
             image_url["detail"] = image_detail
-        parts.append({"type": "image_url", "image_url": image_url})
+        images.append({"type": "image_url", "image_url": image_url})
+    parts = images + text if message.images_first else text + images
     return {"role": message.role, "content": parts}
 
 

@@ -14,7 +14,8 @@ questions of one video goes first). Two rules are measured:
 Prompts are token sequences: text is cut into the four-character tokens of the project's
 estimate (``videotapestry.tokens``), and an image is ``IMAGE_TOKENS`` tokens at the place it
 has in the message, the same tokens for the same picture (its SHA-256). A message is its
-role's marker, its text, then its images, as the OpenAI-compatible client sends them.
+role's marker, its text, then its images (its images, then its text, when the message puts
+them first), as the OpenAI-compatible client sends them.
 
 OpenAI also routes by ``prompt_cache_key``: the calls of one video sent with one key
 (``ModelSession.cache_key``, ``models.<role>.prompt_cache_key: true``) reach the machines that
@@ -74,12 +75,11 @@ def image_tokens(digest: str, count: int = IMAGE_TOKENS) -> list[Token]:
 
 
 def message_tokens(message: Message) -> list[Token]:
-    """One message as the client sends it: the role, the text, then its images."""
-    tokens: list[Token] = [("role", message.role)]
-    tokens += text_tokens(message.text)
-    for image in message.images:
-        tokens += image_tokens(image.sha256)
-    return tokens
+    """One message as the client sends it: the role, the text, then its images (the images
+    before the text when ``message.images_first``)."""
+    pictures: list[Token] = [t for image in message.images for t in image_tokens(image.sha256)]
+    text = text_tokens(message.text)
+    return [("role", message.role), *(pictures + text if message.images_first else text + pictures)]
 
 
 def prompt_tokens(messages: Iterable[Message] | ModelRequest) -> list[Token]:
@@ -155,6 +155,7 @@ def prefix_share(
 
 
 # -- OpenAI's prompt_cache_key: one per video ------------------------------------------------
+
 
 def video_cache_key(identity: str) -> str:
     """The ``prompt_cache_key`` of a video: a short digest of ``identity`` (its fingerprint,

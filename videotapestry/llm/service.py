@@ -377,12 +377,14 @@ class ModelSession:
         *,
         level: str | None = None,
         output_model: type[BaseModel] | None = None,
+        images_first: bool = False,
     ) -> ModelRequest:
-        """Build the request for ``prompt``; images follow the user text in one message."""
+        """Build the request for ``prompt``; images follow the user text in one message, or
+        precede it with ``images_first`` (pictures that recur across questions, SPEC §17)."""
         messages: list[Message] = []
         if prompt.system:
             messages.append(Message("system", prompt.system))
-        messages.append(Message("user", prompt.user, tuple(images)))
+        messages.append(Message("user", prompt.user, tuple(images), images_first=images_first))
         spec = (
             JsonSpec(name=prompt.name, schema=self.service.json_schema(output_model))
             if output_model is not None
@@ -406,8 +408,11 @@ class ModelSession:
         images: Sequence[ImagePart] = (),
         *,
         level: str | None = None,
+        images_first: bool = False,
     ) -> ModelResponse:
-        return await self.send(self.request(role, prompt, images, level=level))
+        return await self.send(
+            self.request(role, prompt, images, level=level, images_first=images_first)
+        )
 
     async def complete_json(
         self,
@@ -417,8 +422,11 @@ class ModelSession:
         images: Sequence[ImagePart] = (),
         *,
         level: str | None = None,
+        images_first: bool = False,
     ) -> T:
-        request = self.request(role, prompt, images, level=level, output_model=output_model)
+        request = self.request(
+            role, prompt, images, level=level, output_model=output_model, images_first=images_first
+        )
         return await self.send_json(request, output_model)
 
     async def send_json(self, request: ModelRequest, output_model: type[T]) -> T:
@@ -601,6 +609,7 @@ def _summarize_inputs(request: ModelRequest) -> dict[str, Any]:
                 "chars": len(message.text),
                 "preview": message.text[:_PREVIEW_CHARS],
                 "images": [image.reference() for image in message.images],
+                **({"images_first": True} if message.images_first else {}),
             }
             for message in request.messages
         ],

@@ -19,6 +19,9 @@ class Message:
     role: Literal["system", "user", "assistant"]
     text: str
     images: tuple[ImagePart, ...] = ()
+    #: The images go before the text (else after it): where the same pictures recur across
+    #: questions and the text changes, a provider's prefix cache serves them (SPEC §17).
+    images_first: bool = False
 
 
 @dataclass(frozen=True)

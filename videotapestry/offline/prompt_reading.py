@@ -62,6 +62,12 @@ def seconds(clock: str) -> float:
     return parse_seconds(clock)
 
 
+#: The lines that begin the question (``_question.jinja``: the earlier turns of a conversation,
+#: then ``Question:``). Prompts put the question last, after what repeats across questions
+#: (SPEC §17, for providers' prefix caches), so a section that ran to the end stops there.
+QUESTION_HEADERS = ("Earlier in this conversation", "Question:")
+
+
 def section(text: str, header: str, *stops: str) -> str:
     """The text after the line that starts with ``header``, up to the first line that starts
     with one of ``stops`` (or the end). Empty when the header is missing."""

@@ -82,15 +82,26 @@ class ServeSettings:
 
 class BuildRequest(BaseModel):
     kind: Literal["build"]
-    video: str = Field(description="a video under the roots (relative to its root)")
+    video: str = Field(
+        description="a video under the roots (relative to its root); with follow, the source "
+        "still arriving: an HLS playlist (.m3u8) or a file still being written under the "
+        "roots, or an http(s) URL of a playlist"
+    )
     out: str | None = Field(
         None,
         description="folder for the memory under the roots; default <root>/memories/<the "
-        "video's path under its root, without its suffix>",
+        "video's path under its root, without its suffix> (needed to follow a URL)",
     )
     subtitles: str | None = Field(None, description="subtitles under the roots instead of ASR")
     force: bool = Field(
         False, description="build even when the folder holds another video's memory (replaced)"
+    )
+    follow: bool = Field(
+        False,
+        description="follow a source still arriving until it ends (build-memory --follow): "
+        "a new memory version every builder.follow.append_every_s of video, one progress "
+        "event each with the time it covers and the lag; the library, when the server has "
+        "one, is indexed again after each",
     )
 
 
@@ -202,7 +213,12 @@ def create_app(settings: ServeSettings) -> FastAPI:
 
     @app.get("/api/memories")
     async def memories() -> list[dict[str, Any]]:
-        return [{"path": roots.relative(path), "name": path.name} for path in roots.memories()]
+        """The memories under the roots; a live one (followed, SPEC §16) with ``live``: what
+        its newest version covers ("live memory covering 00:00-03:20 (still recording)")."""
+        return [
+            {"path": roots.relative(path), "name": path.name, **_live_fields(roots, path)}
+            for path in roots.memories()
+        ]
 
     @app.get("/api/memory")
     async def memory(path: str = Query(description="a stored memory under the roots")) -> Any:
@@ -245,6 +261,8 @@ def create_app(settings: ServeSettings) -> FastAPI:
         runner = runner_of(request)
         if isinstance(body, EvalRequest):
             return runner.shown(runner.submit("eval", _eval_inputs(roots, body)))
+        if isinstance(body, BuildRequest) and body.follow:
+            return runner.shown(runner.submit("build", _follow_inputs(roots, body)))
         if isinstance(body, BuildRequest):
             video = roots.resolve(body.video)
             out = (
@@ -262,7 +280,7 @@ def create_app(settings: ServeSettings) -> FastAPI:
             return runner.shown(runner.submit("build", build))
         validate_question(body.question, body.options, max_chars=settings.config.question.max_chars)
         memory_dir = roots.resolve(body.memory)
-        asked_video = roots.resolve(body.video) if body.video else None
+        asked_video = _asked_video(roots, memory_dir, body.video)
         inputs = {
             "memory": str(memory_dir),
             "video": str(asked_video) if asked_video else None,
@@ -402,6 +420,62 @@ def _eval_inputs(roots: Roots, body: EvalRequest) -> dict[str, Any]:
         "subtitles": str(roots.resolve(body.subtitles)) if body.subtitles else None,
         "out": str(out),
     }
+
+
+def _follow_inputs(roots: Roots, body: BuildRequest) -> dict[str, Any]:
+    """A followed build's inputs: its source (an http(s) URL as given, else a path resolved
+    under the roots) and its folder under the roots (a URL names none by default)."""
+    from memory_builders.recording import GROWING_SUFFIXES, is_playlist, is_url
+
+    if body.subtitles or body.force:
+        raise VideoTapestryError(
+            "follow takes a source and a folder; subtitles and force are for finished files"
+        )
+    remote = is_url(body.video)
+    growing = not remote and Path(body.video).suffix.lower() in GROWING_SUFFIXES
+    if not (is_playlist(body.video) or growing):
+        raise VideoTapestryError(
+            f"cannot follow {body.video}: give an HLS playlist (.m3u8, under the roots or an "
+            "http(s) URL) or a file still being written under the roots (MPEG-TS, fragmented "
+            "MP4, Matroska)"
+        )
+    source = None if remote else roots.resolve(body.video, must_exist=False)
+    if body.out:
+        out = roots.resolve(body.out, must_exist=False)
+    elif source is not None:
+        out = default_memory_dir(roots, source)
+    else:
+        raise VideoTapestryError(f"following {body.video}: give out, a folder under the roots")
+    return {"video": body.video if remote else str(source), "out": str(out), "follow": True}
+
+
+def _live_fields(roots: Roots, memory: Path) -> dict[str, Any]:
+    """For a followed memory, ``live`` (what it covers) and ``recording`` (its video, to
+    play and ask with); nothing for any other."""
+    from videotapestry.memory import live_state, recording_path
+
+    try:
+        state = live_state(memory)
+    except VideoTapestryError:
+        return {}
+    if state is None:
+        return {}
+    recording = Path(os.path.realpath(recording_path(memory, state)))
+    shown = roots.relative(recording) if roots.contains(recording) else None
+    return {"live": state.describe(), "recording": shown}
+
+
+def _asked_video(roots: Roots, memory: Path, video: str | None) -> Path | None:
+    """The video a question is asked with, under the roots; for a live memory (SPEC §16)
+    also the URL it follows, which names its recording in the memory's folder."""
+    from memory_builders.recording import is_url
+    from videotapestry.memory import live_state, live_video
+
+    if not video:
+        return None
+    if is_url(video) and live_state(memory) is not None:
+        return roots.resolve(live_video(memory, video))
+    return roots.resolve(video)
 
 
 def _video_file(roots: Roots, path: str) -> Path:

@@ -17,6 +17,7 @@ two servers in one process share nothing. This module deliberately does not use
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -29,11 +30,12 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
+from memory_builders.recording import is_url
 from videotapestry import __version__
 from videotapestry.api import VideoTapestry
 from videotapestry.config import Config
 from videotapestry.errors import VideoTapestryError
-from videotapestry.memory import open_memory
+from videotapestry.memory import live_state, live_video, open_memory
 from videotapestry.memory.inspect import memory_tree
 from videotapestry.result import Result, load_result
 from videotapestry.serve.operations import (
@@ -41,6 +43,7 @@ from videotapestry.serve.operations import (
     ServedHit,
     ServedLibraryAnswer,
     default_memory_dir,
+    follow_source,
     served_library,
 )
 from videotapestry.serve.operations import answer_across_library as library_answer
@@ -118,6 +121,11 @@ class BuildOutput(BaseModel):
     wall_s: float
     failures: list[BuildFailure]
     degradations: list[BuildDegradation]
+    covers: str | None = Field(
+        None,
+        description="a followed build's last version: 'live memory covering 00:00-06:00 (the "
+        "stream has ended)'; null for a finished video's build",
+    )
 
 
 class LibrarySearchOutput(BaseModel):
@@ -186,13 +194,21 @@ def create_mcp_server(settings: McpSettings) -> MCPServer:
 
     @server.tool()
     async def build_memory(
-        video: Annotated[str, Field(min_length=1, description="a video under the roots")],
+        video: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description="a video under the roots; with follow, the source still arriving "
+                "(an HLS playlist or a file still being written under the roots, or an "
+                "http(s) playlist URL)",
+            ),
+        ],
         ctx: Context,
         out: Annotated[
             str | None,
             Field(
                 description="the memory folder to write (default memories/<the video's path "
-                "under its root, without its suffix>)"
+                "under its root, without its suffix>; needed to follow a URL)"
             ),
         ] = None,
         restart: Annotated[bool, Field(description="discard checkpoints, start over")] = False,
@@ -200,10 +216,24 @@ def create_mcp_server(settings: McpSettings) -> MCPServer:
             bool,
             Field(description="build even when the folder holds another video's memory"),
         ] = False,
+        follow: Annotated[
+            bool,
+            Field(
+                description="follow a source still arriving until it ends: a new memory "
+                "version every builder.follow.append_every_s of video (a progress "
+                "notification each, with the time covered and the lag), answerable at once"
+            ),
+        ] = False,
     ) -> BuildOutput:
         """Build (or resume building) a video's hierarchical memory. Progress is reported as
-        the stages advance; a killed build resumes from its checkpoints when called again."""
+        the stages advance; a killed build resumes from its checkpoints when called again.
+        With follow, the memory grows while its source arrives (a live stream, a recording
+        being written) and the call returns when the source ends."""
         with _tool_errors():
+            if follow:
+                if restart or force:
+                    raise VideoTapestryError("follow takes no restart or force")
+                return await _follow(video, out, ctx)
             source = roots.resolve(video)
             target = (
                 roots.resolve(out, must_exist=False) if out else default_memory_dir(roots, source)
@@ -215,6 +245,48 @@ def create_mcp_server(settings: McpSettings) -> MCPServer:
                     source, target, restart=restart, on_stage=relay.stage, force=force
                 )
             return _build_output(roots, target, build.report.to_json())
+
+    async def _follow(video: str, out: str | None, ctx: Context) -> BuildOutput:
+        """``build_memory`` with ``follow``: each version as a progress notification."""
+        remote = is_url(video)
+        source = video if remote else str(roots.resolve(video, must_exist=False))
+        if out:
+            target = roots.resolve(out, must_exist=False)
+        elif not remote:
+            target = default_memory_dir(roots, Path(source))
+        else:
+            raise VideoTapestryError(f"following {video}: give out, a folder under the roots")
+        cancel = threading.Event()
+        loop = asyncio.get_running_loop()
+        versions: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+        async def relay() -> None:
+            count = 0
+            while (event := await versions.get()) is not None:
+                count += 1
+                lag = event["lag_s"]
+                lagging = "unknown" if lag is None else f"{lag:g} s"
+                await ctx.report_progress(count, None, f"{event['covers']}; lag {lagging}")
+
+        task = asyncio.create_task(relay())
+        try:
+            async with one_build_at_a_time:
+                followed = await anyio.to_thread.run_sync(
+                    lambda: follow_source(
+                        vt.config,
+                        source,
+                        target,
+                        embedder=vt.embedder,
+                        roots=roots,
+                        cancel=cancel,
+                        on_version=lambda e: loop.call_soon_threadsafe(versions.put_nowait, e),
+                    )
+                )
+        finally:
+            cancel.set()  # a call given up (the client went away) stops the thread too
+            loop.call_soon(versions.put_nowait, None)
+            await task
+        return _build_output(roots, target, followed["report"], followed["covers"])
 
     @server.tool()
     async def answer_question(
@@ -232,8 +304,8 @@ def create_mcp_server(settings: McpSettings) -> MCPServer:
         answer as a person reads it (claims in words, sources with their times); the
         structured result has every field, the ids included."""
         with _tool_errors():
-            video_path = roots.resolve(video)
             memory_path = roots.resolve(memory)
+            video_path = _asked_video(roots, memory_path, video)
             async with _progress_relay(ctx) as relay:
                 result = await vt.aanswer(
                     video_path, memory_path, question, options or [], progress=relay.event
@@ -409,7 +481,17 @@ def _memory_entry(roots: Roots, folder: Path) -> MemoryEntry:
     return MemoryEntry(path=name, resource_uri=f"memory://{name}")
 
 
-def _build_output(roots: Roots, folder: Path, report: dict[str, Any]) -> BuildOutput:
+def _asked_video(roots: Roots, memory: Path, video: str) -> Path:
+    """The video a question is asked with; for a live memory also the URL it follows,
+    which names its recording in the memory's folder (SPEC §16)."""
+    if is_url(video) and live_state(memory) is not None:
+        return roots.resolve(live_video(memory, video))
+    return roots.resolve(video)
+
+
+def _build_output(
+    roots: Roots, folder: Path, report: dict[str, Any], covers: str | None = None
+) -> BuildOutput:
     entry = _memory_entry(roots, folder)
     return BuildOutput(
         memory=entry.path,
@@ -421,6 +503,7 @@ def _build_output(roots: Roots, folder: Path, report: dict[str, Any]) -> BuildOu
         wall_s=round(report["wall_s"], 2),
         failures=[BuildFailure.model_validate(f) for f in report["failures"]],
         degradations=[BuildDegradation.model_validate(d) for d in report["degradations"]],
+        covers=covers,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,13 +21,20 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from memory_builders.progress import BuildProgress, StageBar, StageUpdate
+from memory_builders.recording import (
+    HlsFollower,
+    SourceFollower,
+    is_playlist,
+    is_url,
+    make_follower,
+)
 from videotapestry.agents.state import Citation, Degradation, EvidenceKind, ResultWarning
 from videotapestry.errors import VideoTapestryError
 
 if TYPE_CHECKING:
     from videotapestry.agents.context import ProgressCallback
     from videotapestry.api import VideoTapestry
-    from videotapestry.config import Config
+    from videotapestry.config import BuilderFollowSettings, Config
     from videotapestry.embeddings import Embedder
     from videotapestry.library import IndexedVideo, Library, LibraryIndex, LibraryResult, SearchHit
     from videotapestry.result import Result
@@ -100,6 +108,184 @@ def build_memory(
     result = vt.build_memory(video, out, subtitles, progress=progress, force=force)
     report: dict[str, Any] = result.report.to_json()
     return report
+
+
+#: Called with each version a followed build publishes: its figures as a progress event.
+VersionCallback = Callable[[dict[str, Any]], object]
+
+
+def follow_source(
+    config: Config,
+    source: str,
+    out: Path,
+    *,
+    embedder: Embedder,
+    roots: Roots,
+    cancel: threading.Event,
+    on_version: VersionCallback,
+    library: Callable[[], Library] | None = None,
+) -> dict[str, Any]:
+    """Follow ``source`` (an HLS playlist under the roots or at an http(s) URL, or a growing
+    MPEG-TS file under the roots) into ``out`` until it ends, as ``build-memory --follow``
+    does (SPEC §16); the last version's build report and pointer as JSON.
+
+    ``on_version`` hears each published version: the video time it covers, the time that
+    had arrived at the source by then and the lag between them. With ``library``, the
+    served library is brought up to date after each version (incremental: only the memories
+    whose files changed are indexed again). A set ``cancel`` stops it at its next look at
+    the source or its next build step; the newest version stays readable and a new job on
+    the same folder goes on from the recording and the checkpoints. Blocking, on a thread
+    with an event loop of its own, like ``build_memory``.
+    """
+    import asyncio
+
+    from memory_builders.builder import BuildResult, MemoryBuilder
+    from memory_builders.follow import follow
+    from memory_builders.recording import SEGMENTS_DIR
+    from videotapestry.memory import RECORDING_DIR, LiveState, live_state
+
+    settings = config.builder.follow
+    segments = out / RECORDING_DIR / SEGMENTS_DIR
+    follower = _ServedFollower(source, segments, settings, roots, cancel)
+    progress = ReportingProgress(lambda *_figures: None, cancel)  # a cancel at a build step
+    builder = MemoryBuilder(config, embedder=embedder, progress=progress)
+
+    def published(result: BuildResult, state: LiveState) -> None:
+        arrived = source_arrived_s(source, out, state.covered_s, settings.fetch_timeout_s)
+        event: dict[str, Any] = {
+            "stage": "follow",
+            "done": state.covered_s,
+            "total": None,
+            "version": state.version,
+            "covered_s": state.covered_s,
+            "arrived_s": arrived,
+            "lag_s": None if arrived is None else round(max(0.0, arrived - state.covered_s), 3),
+            "ended": state.ended,
+            "covers": state.describe(),
+            "clips": result.report.clips,
+        }
+        if library is not None:
+            event["library"] = _reindex(library, roots)
+        on_version(event)
+
+    async def run() -> BuildResult:
+        try:
+            return await follow(builder, source, out, on_version=published, follower=follower)
+        finally:
+            await builder.service.aclose()
+
+    result = asyncio.run(run())
+    state = live_state(out)
+    return {
+        "report": result.report.to_json(),
+        "live": state.to_json() if state is not None else None,
+        "covers": state.describe() if state is not None else None,
+    }
+
+
+@dataclasses.dataclass
+class _RootedHls(HlsFollower):
+    """An HLS follower of a served job: a segment named by a path must lie under the roots
+    (and a remote playlist may name no local file at all)."""
+
+    roots: Roots | None = None
+
+    def _resolve(self, location: str) -> str:
+        resolved = super()._resolve(location)
+        if is_url(resolved):
+            return resolved
+        real = Path(os.path.realpath(resolved))
+        if is_url(self.playlist) or self.roots is None or not self.roots.contains(real):
+            raise VideoTapestryError(
+                f"the playlist {self.playlist} lists {location}, a file outside the server's "
+                "roots; a served follow reads segments under the roots or over http(s) only"
+            )
+        return resolved
+
+
+class _ServedFollower:
+    """The follower of a served job: the source's own, with its segments kept under the
+    roots, stopped at a cancel before its next look at the source. Made at the first look
+    (a follower makes its segments folder, which ``follow`` checks is a build's first)."""
+
+    def __init__(
+        self, source: str, segments: Path, settings: BuilderFollowSettings, roots: Roots,
+        cancel: threading.Event,
+    ) -> None:  # fmt: skip
+        self._made = functools.partial(make_follower, source, segments, settings)
+        self._settings = settings
+        self._roots = roots
+        self._cancel = cancel
+        self._inner: SourceFollower | None = None
+        self.whole_segments = True  # the source's own, once its follower is made
+
+    def poll(self) -> bool:
+        if self._cancel.is_set():
+            raise JobCancelledError("following was cancelled; the newest version stays readable")
+        if self._inner is None:
+            inner = self._made()
+            if isinstance(inner, HlsFollower):
+                inner = _RootedHls(
+                    inner.playlist, inner.segments, self._settings, roots=self._roots
+                )
+            self._inner = inner
+            self.whole_segments = inner.whole_segments
+        return self._inner.poll()
+
+
+def source_arrived_s(source: str, out: Path, covered_s: float, timeout_s: float) -> float | None:
+    """The video time that has arrived at ``source`` as far as is known now: the time the
+    memory covers (what the recording held when its version was built) plus what the
+    source lists beyond the recording (an HLS playlist's ``#EXTINF`` durations of segments
+    not recorded yet), or a growing file's probed duration. None when the source cannot
+    be read now (the lag is then unknown)."""
+    import json
+
+    from memory_builders.recording import STATE_FILE, read_source
+    from videotapestry.memory import RECORDING_DIR
+
+    try:
+        if is_playlist(source):
+            text = read_source(source, timeout_s).decode("utf-8", "replace")
+            state_file = out / RECORDING_DIR / STATE_FILE
+            recorded = set(json.loads(state_file.read_text(encoding="utf-8")).get("appended", []))
+            return round(covered_s + _unrecorded_s(text, recorded), 3)
+        from videotapestry.video import probe
+
+        return round(max(covered_s, probe(source).duration_s), 3)
+    except (OSError, ValueError, VideoTapestryError):
+        return None
+
+
+def _unrecorded_s(playlist: str, recorded: set[str]) -> float:
+    """The seconds of the segments a media playlist lists that the recording does not hold
+    (named ``seg_<media sequence>.ts`` there, as the follower writes them)."""
+    sequence, duration, total = 0, 0.0, 0.0
+    for line in (line.strip() for line in playlist.splitlines()):
+        if line.startswith("#EXT-X-MEDIA-SEQUENCE:"):
+            sequence = int(line.split(":", 1)[1])
+        elif line.startswith("#EXTINF:"):
+            duration = float(line.split(":", 1)[1].split(",", 1)[0])
+        elif line and not line.startswith("#"):
+            if f"seg_{sequence:06d}.ts" not in recorded:
+                total += duration
+            sequence += 1
+    return total
+
+
+def _reindex(library: Callable[[], Library], roots: Roots) -> dict[str, Any]:
+    """The served library after a new version: its update report in brief, or why not."""
+    try:
+        report = index_library(library(), roots)
+    except VideoTapestryError as exc:  # another writer holds the library, no LanceDB …
+        return {"indexed": False, "why": str(exc)}
+    return {
+        "indexed": True,
+        "added": report["added"],
+        "updated": report["updated"],
+        "unchanged": report["unchanged"],
+        "failed": report["failed"],
+    }
 
 
 async def answer_question(
@@ -225,6 +411,12 @@ class ServedAnswer(BaseModel):
         description="where the saved trace is read: its path under the roots (MCP "
         "read_trace) or its URL (REST)"
     )
+    memory_covers: dict[str, Any] | None = Field(
+        None,
+        description="for a live memory (a followed source, SPEC §16), the version read: "
+        "version, covered_s, ended, source and text ('live memory covering 00:00-03:20 "
+        "(still recording)'); null for a memory of a finished video",
+    )
 
     def text(self) -> str:
         """The answer as a person reads it (an MCP tool's text): the answer, each claim in
@@ -235,6 +427,8 @@ class ServedAnswer(BaseModel):
         chosen = next((o for o in self.options if option_label(o) == self.answer), "")
         lines = [f"answer: {self.answer}  {chosen}".rstrip() if self.options else
                  f"answer: {self.answer_text or '(none)'}"]  # fmt: skip
+        if self.memory_covers:
+            lines.append(f"memory: {self.memory_covers['text']}")
         if not self.citations_asked:
             lines.append("cites: not asked for (answer.citations is off)")
         elif not self.citations_shown:
@@ -274,7 +468,16 @@ class ServedAnswer(BaseModel):
             usage_text=result.usage.describe(),
             elapsed_s=round(result.elapsed_s, 3),
             trace=trace,
+            memory_covers=_served_covers(result.memory_covers),
         )
+
+
+def _served_covers(covers: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A live memory's coverage as clients see it: a source that is a path on the server
+    is named by its file name only (a URL as it is)."""
+    if covers is None or is_url(str(covers.get("source", ""))):
+        return covers
+    return {**covers, "source": Path(str(covers.get("source", ""))).name}
 
 
 def level_event(event: dict[str, Any]) -> dict[str, Any] | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from videotapestry.errors import VideoTapestryError
+from videotapestry.memory.live import LIVE_FILE, VERSIONS_DIR
 
 VIDEO_SUFFIXES = frozenset({".mp4", ".mkv", ".webm", ".mov", ".avi", ".m4v"})
 """File endings listed as videos under a root."""
@@ -100,8 +101,11 @@ class Roots:
         yield from self._walk(lambda path: path.is_file() and path.suffix.lower() in VIDEO_SUFFIXES)
 
     def memories(self) -> Iterator[Path]:
-        """Every stored memory folder under the roots (a folder with ``memory.json``)."""
-        yield from self._walk(lambda path: path.is_dir() and (path / MEMORY_MARKER).is_file())
+        """Every stored memory folder under the roots (a folder with ``memory.json``, or a
+        followed one with ``live.json``, SPEC §16: its versions inside are not listed apart)."""
+        for path in self._walk(lambda path: path.is_dir() and _is_memory(path)):
+            if not (path.parent.name == VERSIONS_DIR and _is_live(path.parent.parent)):
+                yield path
 
     def eval_runs(self) -> Iterator[Path]:
         """Every eval run directory under the roots (a folder with ``results.jsonl``)."""
@@ -138,3 +142,11 @@ class Roots:
                 )
             return False
         return True
+
+
+def _is_memory(folder: Path) -> bool:
+    return (folder / MEMORY_MARKER).is_file() or _is_live(folder)
+
+
+def _is_live(folder: Path) -> bool:
+    return (folder / LIVE_FILE).is_file()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import threading
@@ -19,6 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory_builders.recording import is_url
 from videotapestry.errors import VideoTapestryError
 from videotapestry.serve.jobs import Job, JobKind, JobStore
 from videotapestry.serve.operations import (
@@ -28,8 +30,10 @@ from videotapestry.serve.operations import (
     answer_across_library,
     answer_question,
     build_memory,
+    follow_source,
     index_library,
     level_event,
+    library_dir,
     served_library,
 )
 from videotapestry.serve.roots import PathOutsideRootsError, Roots
@@ -228,6 +232,8 @@ class JobRunner:
 
     async def _build(self, job: Job) -> dict[str, Any]:
         inputs = job.inputs
+        if inputs.get("follow"):
+            return await self._follow(job)
         video = self.roots.resolve(inputs["video"])
         out = self.roots.resolve(inputs["out"], must_exist=False)
         subtitles = self.roots.resolve(inputs["subtitles"]) if inputs.get("subtitles") else None
@@ -244,6 +250,38 @@ class JobRunner:
             force=bool(inputs.get("force", False)),
         )
         return {"memory": self.roots.relative(out), "report": report}
+
+    async def _follow(self, job: Job) -> dict[str, Any]:
+        """A source still arriving, followed until it ends (SPEC §16): one progress event
+        per version published (the time it covers, what had arrived, the lag), the served
+        library indexed again after each when there is one."""
+        inputs = job.inputs
+        source = inputs["video"]
+        if not is_url(source):
+            source = str(self.roots.resolve(source, must_exist=False))
+        out = self.roots.resolve(inputs["out"], must_exist=False)
+        cancel = self._cancels.setdefault(job.id, threading.Event())
+        config = self.vt.config
+        reindex = None
+        if config.serve.library or library_dir(config, self.roots).is_dir():
+            reindex = functools.partial(served_library, self.vt, self.roots)
+
+        def published(event: dict[str, Any]) -> None:
+            self._set(job.id, progress=event)
+            self._event(job.id, {"type": "progress", **event})
+
+        result = await asyncio.to_thread(
+            follow_source,
+            config,
+            source,
+            out,
+            embedder=self.vt.embedder,
+            roots=self.roots,
+            cancel=cancel,
+            on_version=lambda event: self._loop.call_soon_threadsafe(published, event),
+            library=reindex,
+        )
+        return {"memory": self.roots.relative(out), **result}
 
     async def _ask(self, job: Job) -> dict[str, Any]:
         inputs = job.inputs

@@ -15,7 +15,7 @@ would.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from videotapestry.offline.answer_span import (
     MAX_ANSWER_CHARS,
@@ -26,7 +26,7 @@ from videotapestry.offline.answer_span import (
     parts_of,
     phrase,
 )
-from videotapestry.offline.citing import cite, cite_direct_frames, claim, without_refs
+from videotapestry.offline.citing import cite, cite_direct_frames, claim, fact_span, without_refs
 from videotapestry.offline.matching import (
     OptionScore,
     best_option,
@@ -38,10 +38,12 @@ from videotapestry.offline.matching import (
 from videotapestry.offline.perception import Perception
 from videotapestry.offline.prompt_reading import (
     CLOCK,
+    QUESTION_HEADERS,
     PromptView,
     QuestionView,
     read_question,
     read_transcript,
+    seconds,
     section,
 )
 from videotapestry.offline.query_roles.question_reading import topic_of
@@ -304,6 +306,8 @@ def final_answer(view: PromptView, perception: Perception) -> dict:
     units = [(u, bool(OBSERVED_MARK.search(u)) or o) for u, o in split_units(memory)]
     lines = [line.strip() for line in memory.splitlines() if line.strip()]
     units += [(text, True) for text in moments(lines) if text not in dict(units)]
+    inside = _inside_asked_window(question.question, shown)
+    units, lines = [u for u in units if inside(u[0])], [line for line in lines if inside(line)]
     if question.options:
         reply, used, said = _choose_option(question, units, perception, "memory", lines)
     else:
@@ -311,6 +315,30 @@ def final_answer(view: PromptView, perception: Perception) -> dict:
     if not asks_citations(view):
         return reply
     return {**reply, "citations": claim(cite(used, shown), said or plain(used)) if used else []}
+
+
+#: A window the question names outright ("between 16:00 and 18:00", as "in the last 2
+#: minutes" is resolved before the method runs, ``agents.relative_time``).
+_ASKED_WINDOW = re.compile(rf"\bbetween (?P<start>{CLOCK}) and (?P<end>{CLOCK})\b", re.I)
+#: How far past the named window a fact's time may reach (clock times are whole seconds).
+WINDOW_SLACK_S = 1.0
+
+
+def _inside_asked_window(question: str, memory: str) -> Callable[[str], bool]:
+    """Whether a unit of ``memory`` speaks of a time inside the window ``question`` names
+    (its own time, else its entry's range; ``citing.fact_span``): a question about that
+    window is answered from what lies in it. Every unit, when it names no window."""
+    match = _ASKED_WINDOW.search(question)
+    if match is None:
+        return lambda unit: True
+    low = seconds(match["start"]) - WINDOW_SLACK_S
+    high = seconds(match["end"]) + WINDOW_SLACK_S
+
+    def inside(unit: str) -> bool:
+        span = fact_span(unit, memory)
+        return span is not None and low <= span[0] and span[1] <= high
+
+    return inside
 
 
 def direct_answer(view: PromptView, perception: Perception) -> dict:
@@ -328,6 +356,6 @@ def direct_answer(view: PromptView, perception: Perception) -> dict:
     if not asks_citations(view):
         return reply
     times = [r.start for r in read if r.fact == used]
-    notes = section(view.user, "Frames, in order:").splitlines()
+    notes = section(view.user, "Frames, in order:", *QUESTION_HEADERS).splitlines()
     ids = cite_direct_frames(notes, times) if times else []
     return {**reply, "citations": claim(ids, said or plain(used))}

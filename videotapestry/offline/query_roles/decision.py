@@ -216,7 +216,8 @@ def controller(view: PromptView, perception: Perception) -> dict:
     left = _budget_left(field_value(user, "Left"))
     done = _progress_of(section(user, "What you have done so far:", "Left:"))
     hierarchy = read_entries(
-        section(user, "Hierarchy (current texts):", "What you have done"), top_level=False
+        section(user, "Hierarchy (current texts):", "Locator results:", "What you have done"),
+        top_level=False,
     )
     supers = [e for e in hierarchy if e.indent == 0 and not e.bullet]
     macros = [e for e in hierarchy if e.indent == 2 and not e.bullet]
@@ -228,7 +229,7 @@ def controller(view: PromptView, perception: Perception) -> dict:
     )
     window = choose_window(
         supers,
-        section(user, "Locator results:", "Hierarchy (current texts):"),
+        section(user, "Locator results:", "Hierarchy (current texts):", "What you have done"),
         topic,
         vectors,
         bounds=(0.0, duration),

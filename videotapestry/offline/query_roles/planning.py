@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from videotapestry.offline.perception import Perception
 from videotapestry.offline.prompt_reading import (
+    QUESTION_HEADERS,
     Entry,
     PromptView,
     field_value,
@@ -192,7 +193,9 @@ def asr_planning(view: PromptView, perception: Perception) -> dict:
     limit = int(number_after(view.system, r"at most (\d+) ranges", 3))
     duration = number_after(user, r"Video duration: ([\d.]+) s", 0.0)
     visual = _time_bounds(user, "Visual observation window")
-    supers = read_entries(section(user, "SuperEvent timeline:"))
+    supers = read_entries(
+        section(user, "SuperEvent timeline:", "Visual observation window", *QUESTION_HEADERS)
+    )
     vectors = perception.embed([topic.query, *entry_texts(supers)])
     ranges = [visual] if visual[1] > visual[0] else []
     for entry, _score in ranked(supers, entry_relevance(supers, topic, vectors)):
@@ -217,9 +220,10 @@ def level_planning(view: PromptView, perception: Perception) -> dict:
     user = view.user
     topic = topic_of(read_question(user))
     level = view.level or field_value(view.system, "memory_level")
-    memories = read_entries(section(user, f"{level}-level memories:", "Trajectory of this level"))
+    ends = ("Instruction from the level above", "Trajectory of this level")
+    memories = read_entries(section(user, f"{level}-level memories:", *ends))
     if not memories:
-        memories = read_entries(section(user, "-level memories:", "Trajectory of this level"))
+        memories = read_entries(section(user, "-level memories:", *ends))
     nested = [e for m in memories for e in nested_entries(m)]
     vectors = perception.embed([topic.query, *entry_texts(memories), *entry_texts(nested)])
     scores = toward_look_first_hint(
@@ -236,7 +240,8 @@ def level_planning(view: PromptView, perception: Perception) -> dict:
         ranges = [c.span for c in chosen]
     return {
         "thought": f"Look closer at {', '.join(c.id for c in chosen) or 'the memories'}.",
-        "observation_needed": "visual observation" not in section(user, "Trajectory of this level"),
+        "observation_needed": "visual observation"
+        not in section(user, "Trajectory of this level", *QUESTION_HEADERS),
         "observation_instruction": look_instruction(topic),
         "candidate_memory_ids": [c.id for c in chosen],
         "time_ranges": rounded(ranges),

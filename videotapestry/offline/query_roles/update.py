@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from videotapestry.offline.matching import compact, lexical_support, word_overlap
 from videotapestry.offline.perception import Perception
 from videotapestry.offline.prompt_reading import (
+    QUESTION_HEADERS,
     Fact,
     PromptView,
     Source,
@@ -149,8 +150,16 @@ def level_update(view: PromptView, perception: Perception) -> dict:
     out an option or the topic, or is among the two most relevant; the others shrink."""
     user = view.user
     topic = topic_of(read_question(user))
-    memories = read_entries(section(user, "Memories to rewrite:", "Observations at this level:"))
-    sources = read_sources(section(user, "Observations at this level:"))
+    memories = read_entries(
+        section(
+            user,
+            "Memories to rewrite:",
+            "Instruction from the level above",
+            "update_instruction:",
+            "Observations at this level:",
+        )
+    )
+    sources = read_sources(section(user, "Observations at this level:", *QUESTION_HEADERS))
     facts = [f for s in sources for f in s.facts]
     vectors = perception.embed([topic.query, *entry_texts(memories), *(f.text for f in facts)])
     scores = entry_relevance(memories, topic, vectors)

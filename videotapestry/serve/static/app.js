@@ -84,7 +84,8 @@ function renderMemories() {
   select.replaceChildren();
   for (const memory of state.memories) {
     list.append(el("li", { dataset: { path: memory.path } },
-      el("a", { class: "link memory", onclick: () => showOutline(memory.path) }, memory.path)));
+      el("a", { class: "link memory", onclick: () => showOutline(memory.path) }, memory.path),
+      memory.live ? el("span", { class: "state live" }, memory.live) : null));
     select.append(el("option", { value: memory.path }, memory.path));
   }
   const wanted = (state.current && state.current.memory) || chosen;
@@ -151,6 +152,38 @@ async function startBuild(video, bar, status) {
   }
 }
 
+// A source still arriving, followed as a build job: one progress event per version published,
+// with the time the memory covers and how far it lags the source.
+document.getElementById("follow-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const status = document.getElementById("follow-state");
+  const out = document.getElementById("follow-out").value.trim();
+  const body = { kind: "build", follow: true, video: document.getElementById("follow-source").value.trim() };
+  if (out) body.out = out;
+  status.textContent = "starting";
+  try {
+    const job = await api("/api/jobs", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body) });
+    status.textContent = "following: waiting for the first version";
+    follow(job.id, {
+      progress: (e) => {
+        const lag = e.lag_s === null || e.lag_s === undefined ? "unknown" : `${Math.round(e.lag_s)} s`;
+        status.textContent = `${e.version}: ${e.covers}; lag ${lag}`;
+        loadLibrary();
+      },
+      end: async (finished) => {
+        status.textContent = finished.state === "done"
+          ? `${finished.result.covers}; ${builtText(finished.result.report)}`
+          : `${finished.state}: ${finished.error || ""}`;
+        await loadLibrary();
+        refreshJobs();
+      },
+    });
+  } catch (e) {
+    status.textContent = String(e.message || e);
+  }
+});
+
 // A partial build or a lost step is said where the build is shown, never passed over.
 function builtText(report) {
   const parts = [`memory built (${report.status})`];
@@ -195,6 +228,7 @@ function resetResult() {
   document.getElementById("degraded").hidden = true;
   document.getElementById("warnings").hidden = true;
   document.getElementById("unobserved").hidden = true;
+  document.getElementById("covers").hidden = true;
   document.getElementById("answer").textContent = "…";
   document.getElementById("reasoning").textContent = "";
 }
@@ -262,6 +296,9 @@ function showAnswer(job) {
   answer.textContent = r.options.length ? (chosen || r.answer) : (r.answer_text || "(no answer)");
   answer.dataset.letter = r.answer || "";
   document.getElementById("reasoning").textContent = r.reasoning || "";
+  const covers = document.getElementById("covers");  // a live memory: the version read
+  covers.textContent = r.memory_covers ? `memory: ${r.memory_covers.text}` : "";
+  covers.hidden = !r.memory_covers;
   showVerdict(r);
   const degraded = document.getElementById("degraded");
   for (const line of r.degraded_text || []) degraded.append(el("li", {}, `degraded: ${line}`));
