@@ -25,12 +25,12 @@ from videotapestry.memory import (
     Clip,
     EntityGroup,
     MacroEvent,
-    NodeEmbeddings,
     Relation,
     RootEvent,
     SuperEvent,
     TimeRange,
     VideoMemory,
+    embed_reusing,
     ensure_embeddings,
     load_memory,
 )
@@ -138,21 +138,22 @@ def _root(
 
 
 async def embed_memory(ctx: BuildContext, memory: VideoMemory) -> VideoMemory:
-    """The memory with its node vectors; those of a memory an earlier run wrote into the
-    same directory are reused where the node texts are unchanged."""
+    """The memory with its node vectors; those of the memory an earlier run wrote (into the
+    same directory, or a followed memory's last version) are reused for every node text
+    they were made from, so an append embeds only its new nodes."""
     if not ctx.settings.embeddings:
         return memory
-    stored = _stored_embeddings(ctx.earlier_out)
-    if stored is not None:
-        memory = memory.with_embeddings(stored)
+    earlier = _earlier_memory(ctx.earlier_out)
     with ctx.stage("embeddings"), ctx.timings.measure("embeddings"):
-        return await asyncio.to_thread(ensure_embeddings, memory, ctx.tools.embedder)
+        if earlier is None:
+            return await asyncio.to_thread(ensure_embeddings, memory, ctx.tools.embedder)
+        return await asyncio.to_thread(embed_reusing, memory, earlier, ctx.tools.embedder)
 
 
-def _stored_embeddings(out: Path) -> NodeEmbeddings | None:
+def _earlier_memory(out: Path) -> VideoMemory | None:
     if not (out / MANIFEST_FILE).is_file():
         return None
     try:
-        return load_memory(out).embeddings
+        return load_memory(out)
     except VideoTapestryError:
         return None

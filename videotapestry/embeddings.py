@@ -47,6 +47,30 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray: ...
 
 
+class RememberingEmbedder:
+    """An ``Embedder`` that keeps the vector of every text it embedded and embeds each text
+    once. A followed memory (``memory_builders.follow``) embeds its clip captions, entity
+    names and node texts again at every version; all but the new minutes' are the same, so a
+    version costs what its new video brings, not the hours before."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.inner = embedder
+        self._seen: dict[tuple[bool, str], np.ndarray] = {}
+
+    @property
+    def model_name(self) -> str:
+        return self.inner.model_name
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        new = [t for t in dict.fromkeys(texts) if (query, t) not in self._seen]
+        if new:
+            vectors = np.asarray(self.inner.embed(new, query=query), dtype=np.float32)
+            self._seen.update({(query, t): v for t, v in zip(new, vectors, strict=True)})
+        if not texts:
+            return np.asarray(self.inner.embed([], query=query), dtype=np.float32)
+        return np.stack([self._seen[(query, t)] for t in texts])
+
+
 def resolve_model_path(name: str) -> str:
     """A sentence-transformers name or directory; ``packaged:`` names map to an installed copy."""
     if not name.startswith(PACKAGED_PREFIX):

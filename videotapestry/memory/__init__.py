@@ -16,6 +16,7 @@ from __future__ import annotations
 from videotapestry.memory.embedding_index import (
     VectorsReplaced,
     compute_node_embeddings,
+    embed_reusing,
     embedding_text,
     ensure_embeddings,
     keep_valid_embeddings,
@@ -140,6 +141,7 @@ __all__ = [
     "clock_range",
     "compute_node_embeddings",
     "detect_format",
+    "embed_reusing",
     "embedding_text",
     "ensure_embeddings",
     "export_memdreamer",

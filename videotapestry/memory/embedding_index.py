@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -72,21 +72,45 @@ def embeddable_nodes(memory: VideoMemory) -> list[AnyNode]:
     return memory.nodes(SUBGRAPH_KINDS)
 
 
-def compute_node_embeddings(memory: VideoMemory, embedder: Embedder) -> NodeEmbeddings:
-    """Embed every subgraph node; identical texts (a recurring entity) are embedded once."""
+def compute_node_embeddings(
+    memory: VideoMemory, embedder: Embedder, *, known: Mapping[str, np.ndarray] | None = None
+) -> NodeEmbeddings:
+    """Embed every subgraph node; identical texts (a recurring entity) are embedded once, and
+    a text in ``known`` (vectors of the same model, by text) not at all."""
+    known = known or {}
     nodes = embeddable_nodes(memory)
     ids = [n.id for n in nodes]
     texts = [embedding_text(n) for n in nodes]
-    unique = list(dict.fromkeys(texts))
-    vectors = np.asarray(embedder.embed(unique), dtype=np.float32)
-    if vectors.ndim != 2 or vectors.shape[0] != len(unique):
-        raise MemoryFormatError(
-            f"embedder {embedder.model_name!r} returned shape {vectors.shape} "
-            f"for {len(unique)} texts"
-        )
-    position = {text: i for i, text in enumerate(unique)}
-    rows = vectors[[position[t] for t in texts]] if texts else vectors[:0]
+    unique = [t for t in dict.fromkeys(texts) if t not in known]
+    if unique or not known:
+        vectors = np.asarray(embedder.embed(unique), dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(unique):
+            raise MemoryFormatError(
+                f"embedder {embedder.model_name!r} returned shape {vectors.shape} "
+                f"for {len(unique)} texts"
+            )
+    else:
+        vectors = np.zeros((0, len(next(iter(known.values())))), dtype=np.float32)
+    found = {text: vectors[i] for i, text in enumerate(unique)}
+    found.update({t: np.asarray(known[t], dtype=np.float32) for t in texts if t in known})
+    rows = np.stack([found[t] for t in texts]) if texts else vectors[:0]
     return NodeEmbeddings(embedder.model_name, tuple(ids), rows, texts_digest(ids, texts))
+
+
+def embed_reusing(memory: VideoMemory, earlier: VideoMemory, embedder: Embedder) -> VideoMemory:
+    """``memory`` with vectors from ``embedder``, those of ``earlier`` (a previous build of
+    the same video: a rebuild, a followed memory's last version) reused for every node text
+    they were made from, when they are ``embedder``'s own and still match their texts. A
+    memory that grew by a few minutes embeds those minutes' nodes, not the hours before."""
+    stored = earlier.embeddings
+    known: dict[str, np.ndarray] = {}
+    if stored is not None and embeddings_match(earlier, embedder.model_name):
+        known = {embedding_text(n): stored.vector(n.id) for n in embeddable_nodes(earlier)}
+    updated = memory.with_embeddings(compute_node_embeddings(memory, embedder, known=known))
+    if memory.manifest is not None:
+        manifest = memory.manifest.model_copy(update={"embedding_model": embedder.model_name})
+        updated = updated.with_manifest(manifest)
+    return updated
 
 
 def current_digest(memory: VideoMemory) -> tuple[tuple[str, ...], str]:
