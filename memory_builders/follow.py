@@ -112,19 +112,22 @@ async def follow(
         built_s = state.covered_s if state is not None else 0.0
         number = max(version_numbers(out), default=0)
         result: BuildResult | None = None
+        arrived: float | None = None  # probed only when the recording changed
         while True:
             ended = await asyncio.to_thread(follower.poll)
             torn = not (follower.whole_segments or ended)
-            await asyncio.to_thread(functools.partial(recording.append_new, torn_tail=torn))
-            arrived = await asyncio.to_thread(arrived_s, recording)
-            due = arrived - built_s >= settings.append_every_s or (ended and arrived > built_s)
+            appended = await asyncio.to_thread(
+                functools.partial(recording.append_new, torn_tail=torn)
+            )
+            if arrived is None or appended or ended:
+                arrived = await asyncio.to_thread(arrived_s, recording)
             final = ended and (result is None or arrived > built_s or not _ended(out))
-            if arrived > 0 and (due or final):
+            if arrived > 0 and (arrived - built_s >= settings.append_every_s or final):
                 number += 1
-                result = await _version(builder, recording, out, number, source, ended)
+                result, published = await _version(builder, recording, out, number, source, ended)
                 built_s = result.report.duration_s
                 if on_version is not None:
-                    on_version(result, live_state(out) or _missing(out))
+                    on_version(result, published)
             if ended:
                 if result is None:
                     raise BuildError(f"{source} ended before any video arrived")
@@ -162,7 +165,8 @@ def trim_native_heap() -> None:
 
 async def _version(
     builder: MemoryBuilder, recording: Recording, out: Path, number: int, source: str, ended: bool
-) -> BuildResult:
+) -> tuple[BuildResult, LiveState]:
+    """Build version ``number`` and point ``out`` at it; its result and the pointer."""
     name = version_name(number)
     target = out / VERSIONS_DIR / name
     if target.exists():  # left by a kill before its pointer was written
@@ -174,26 +178,20 @@ async def _version(
     result = await builder.abuild_version(
         recording.path, out, target, recording.identity, previous=previous
     )
-    publish_live_state(
-        out,
-        LiveState(
-            version=name,
-            covered_s=round(result.report.duration_s, 3),
-            ended=ended,
-            source=source,
-            recording=str(recording.path.relative_to(out)),
-            updated=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        ),
+    published = LiveState(
+        version=name,
+        covered_s=round(result.report.duration_s, 3),
+        ended=ended,
+        source=source,
+        recording=str(recording.path.relative_to(out)),
+        updated=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
+    publish_live_state(out, published)
     prune_versions(out, builder.config.builder.follow.keep_versions, name)
     trim_native_heap()
-    return result
+    return result, published
 
 
 def _ended(out: Path) -> bool:
     state = live_state(out)
     return state is not None and state.ended
-
-
-def _missing(out: Path) -> LiveState:  # pragma: no cover - the pointer was just written
-    raise BuildError(f"{out}: the version just published has no pointer")

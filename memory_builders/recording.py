@@ -117,6 +117,24 @@ def write_segment(folder: Path, name: str, data: bytes) -> None:
 
 
 @dataclass
+class GrowthClock:
+    """When a source last grew: one that has not grown for ``limit_s`` has ended."""
+
+    limit_s: float
+    clock: Callable[[], float] = time.monotonic
+    last: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        self.last = self.clock()
+
+    def grew(self) -> None:
+        self.last = self.clock()
+
+    def idle(self) -> bool:
+        return self.clock() - self.last > self.limit_s
+
+
+@dataclass
 class HlsFollower:
     """Follows an HLS media playlist: every segment it lists, once, in sequence order."""
 
@@ -125,11 +143,11 @@ class HlsFollower:
     settings: BuilderFollowSettings
     clock: Callable[[], float] = time.monotonic
     whole_segments: bool = field(default=True, init=False)
-    _last_growth: float = field(default=0.0, init=False)
+    _growth: GrowthClock = field(init=False)
 
     def __post_init__(self) -> None:
         self.segments.mkdir(parents=True, exist_ok=True)
-        self._last_growth = self.clock()
+        self._growth = GrowthClock(self.settings.idle_end_s, self.clock)
 
     def poll(self) -> bool:
         timeout = self.settings.fetch_timeout_s
@@ -138,7 +156,7 @@ class HlsFollower:
                 read_source(self.playlist, timeout).decode("utf-8", "replace")
             )
         except OSError:
-            return self._idle()  # unreachable for now: a live source may come back
+            return self._growth.idle()  # unreachable for now: a live source may come back
         grew = False
         for offset, location in enumerate(playlist.segments):
             name = f"seg_{playlist.first_sequence + offset:06d}.ts"
@@ -151,8 +169,8 @@ class HlsFollower:
             write_segment(self.segments, name, data)
             grew = True
         if grew:
-            self._last_growth = self.clock()
-        return (playlist.ended and self._complete(playlist)) or self._idle()
+            self._growth.grew()
+        return (playlist.ended and self._complete(playlist)) or self._growth.idle()
 
     def _complete(self, playlist: Playlist) -> bool:
         last = playlist.first_sequence + len(playlist.segments) - 1
@@ -164,9 +182,6 @@ class HlsFollower:
         if is_url(self.playlist):
             return urllib.parse.urljoin(self.playlist, location)
         return str(Path(self.playlist).parent / location)
-
-    def _idle(self) -> bool:
-        return self.clock() - self._last_growth > self.settings.idle_end_s
 
 
 @dataclass
@@ -180,11 +195,11 @@ class GrowingFileFollower:
     settings: BuilderFollowSettings
     clock: Callable[[], float] = time.monotonic
     whole_segments: bool = field(default=False, init=False)
-    _last_growth: float = field(default=0.0, init=False)
+    _growth: GrowthClock = field(init=False)
 
     def __post_init__(self) -> None:
         self.segments.mkdir(parents=True, exist_ok=True)
-        self._last_growth = self.clock()
+        self._growth = GrowthClock(self.settings.idle_end_s, self.clock)
 
     def poll(self) -> bool:
         done = list(self.segments.glob("seg_*"))
@@ -192,7 +207,7 @@ class GrowingFileFollower:
         try:
             size = self.path.stat().st_size
         except OSError:
-            return self._idle()
+            return self._growth.idle()
         unit = TS_PACKET if self.path.suffix.lower() in TS_SUFFIXES else 1
         whole = (size - copied) // unit * unit
         if whole > 0:
@@ -200,12 +215,9 @@ class GrowingFileFollower:
                 handle.seek(copied)
                 data = handle.read(whole)
             write_segment(self.segments, f"seg_{len(done):06d}{self.path.suffix.lower()}", data)
-            self._last_growth = self.clock()
+            self._growth.grew()
             return False
-        return self._idle()
-
-    def _idle(self) -> bool:
-        return self.clock() - self._last_growth > self.settings.idle_end_s
+        return self._growth.idle()
 
 
 def make_follower(source: str, segments: Path, settings: BuilderFollowSettings) -> SourceFollower:

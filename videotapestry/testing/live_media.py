@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 PLAYLIST = "index.m3u8"
 
@@ -47,20 +48,29 @@ def encode_hls(video: str | Path, folder: str | Path, segment_s: float) -> list[
             "hls_segment_filename": str(folder / "seg%04d.ts"),
         }
         with av.open(str(folder / PLAYLIST), "w", format="hls", options=options) as out:
-            stream = out.add_stream("libx264", rate=rate)
-            stream.width = stream_in.codec_context.width
-            stream.height = stream_in.codec_context.height
-            stream.pix_fmt = "yuv420p"
-            stream.options = {
-                "preset": "superfast",
-                "crf": "28",
-                "x264-params": f"keyint={keyint}:min-keyint={keyint}:scenecut=0",
-            }
+            stream = h264_like(out, stream_in, rate, keyint, {"crf": "28"})
             for frame in source.decode(stream_in):
                 image = av.VideoFrame.from_ndarray(frame.to_ndarray(format="rgb24"), "rgb24")
                 out.mux(stream.encode(image))
             out.mux(stream.encode(None))
     return read_segments(folder / PLAYLIST)
+
+
+def h264_like(
+    out: Any, stream_in: Any, rate: Fraction, keyint: int, options: dict[str, str]
+) -> Any:
+    """An H.264 stream in ``out`` of ``stream_in``'s size at ``rate``, a keyframe exactly every
+    ``keyint`` frames (as live encoders cut segments), with x264 ``options`` besides."""
+    stream = out.add_stream("libx264", rate=rate)
+    stream.width = stream_in.codec_context.width
+    stream.height = stream_in.codec_context.height
+    stream.pix_fmt = "yuv420p"
+    stream.options = {
+        "preset": "superfast",
+        **options,
+        "x264-params": f"keyint={keyint}:min-keyint={keyint}:scenecut=0",
+    }
+    return stream
 
 
 def read_segments(playlist: Path) -> list[HlsSegment]:
@@ -145,15 +155,7 @@ def write_growing_mp4(video: str | Path, target: str | Path, *, speed: float) ->
         stream_in = source.streams.video[0]
         rate = stream_in.average_rate or Fraction(25)
         keyint = max(1, round(float(rate) * 2))
-        stream = out.add_stream("libx264", rate=rate)
-        stream.width = stream_in.codec_context.width
-        stream.height = stream_in.codec_context.height
-        stream.pix_fmt = "yuv420p"
-        stream.options = {
-            "preset": "superfast",
-            "tune": "zerolatency",
-            "x264-params": f"keyint={keyint}:min-keyint={keyint}:scenecut=0",
-        }
+        stream = h264_like(out, stream_in, rate, keyint, {"tune": "zerolatency"})
         started = time.monotonic()
         for number, frame in enumerate(source.decode(stream_in)):
             image = av.VideoFrame.from_ndarray(frame.to_ndarray(format="rgb24"), "rgb24")
