@@ -280,7 +280,7 @@ def create_app(settings: ServeSettings) -> FastAPI:
             return runner.shown(runner.submit("build", build))
         validate_question(body.question, body.options, max_chars=settings.config.question.max_chars)
         memory_dir = roots.resolve(body.memory)
-        asked_video = _asked_video(roots, memory_dir, body.video)
+        asked_video = roots.asked_video(memory_dir, body.video) if body.video else None
         inputs = {
             "memory": str(memory_dir),
             "video": str(asked_video) if asked_video else None,
@@ -463,19 +463,6 @@ def _live_fields(roots: Roots, memory: Path) -> dict[str, Any]:
     recording = Path(os.path.realpath(recording_path(memory, state)))
     shown = roots.relative(recording) if roots.contains(recording) else None
     return {"live": state.describe(), "recording": shown}
-
-
-def _asked_video(roots: Roots, memory: Path, video: str | None) -> Path | None:
-    """The video a question is asked with, under the roots; for a live memory (SPEC §16)
-    also the URL it follows, which names its recording in the memory's folder."""
-    from memory_builders.recording import is_url
-    from videotapestry.memory import live_state, live_video
-
-    if not video:
-        return None
-    if is_url(video) and live_state(memory) is not None:
-        return roots.resolve(live_video(memory, video))
-    return roots.resolve(video)
 
 
 def _video_file(roots: Roots, path: str) -> Path:

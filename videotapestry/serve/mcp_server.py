@@ -35,7 +35,7 @@ from videotapestry import __version__
 from videotapestry.api import VideoTapestry
 from videotapestry.config import Config
 from videotapestry.errors import VideoTapestryError
-from videotapestry.memory import live_state, live_video, open_memory
+from videotapestry.memory import open_memory
 from videotapestry.memory.inspect import memory_tree
 from videotapestry.result import Result, load_result
 from videotapestry.serve.operations import (
@@ -305,7 +305,7 @@ def create_mcp_server(settings: McpSettings) -> MCPServer:
         structured result has every field, the ids included."""
         with _tool_errors():
             memory_path = roots.resolve(memory)
-            video_path = _asked_video(roots, memory_path, video)
+            video_path = roots.asked_video(memory_path, video)
             async with _progress_relay(ctx) as relay:
                 result = await vt.aanswer(
                     video_path, memory_path, question, options or [], progress=relay.event
@@ -479,14 +479,6 @@ async def _progress_relay(ctx: Context) -> AsyncIterator[_ProgressRelay]:
 def _memory_entry(roots: Roots, folder: Path) -> MemoryEntry:
     name = roots.relative(folder)
     return MemoryEntry(path=name, resource_uri=f"memory://{name}")
-
-
-def _asked_video(roots: Roots, memory: Path, video: str) -> Path:
-    """The video a question is asked with; for a live memory also the URL it follows,
-    which names its recording in the memory's folder (SPEC §16)."""
-    if is_url(video) and live_state(memory) is not None:
-        return roots.resolve(live_video(memory, video))
-    return roots.resolve(video)
 
 
 def _build_output(

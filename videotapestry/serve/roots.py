@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from videotapestry.errors import VideoTapestryError
-from videotapestry.memory.live import LIVE_FILE, VERSIONS_DIR
+from videotapestry.memory.live import LIVE_FILE, VERSIONS_DIR, live_state, live_video
 
 VIDEO_SUFFIXES = frozenset({".mp4", ".mkv", ".webm", ".mov", ".avi", ".m4v"})
 """File endings listed as videos under a root."""
@@ -59,6 +59,15 @@ class Roots:
         if not resolved:
             raise PathOutsideRootsError("no root given; pass at least one --root folder")
         return cls(tuple(resolved))
+
+    def asked_video(self, memory: Path, video: str) -> Path:
+        """The video a question is asked with, under the roots; for a live memory (SPEC §16)
+        also the URL it follows, which names its recording in the memory's folder."""
+        from memory_builders.recording import is_url
+
+        if is_url(video) and live_state(memory) is not None:
+            return self.resolve(live_video(memory, video))
+        return self.resolve(video)
 
     def resolve(self, requested: str | Path, *, must_exist: bool = True) -> Path:
         """The resolved path of ``requested`` if it lies under a root, else an error.
