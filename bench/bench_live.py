@@ -9,8 +9,14 @@ and each step waits for the version covering it.
 1. Keeping up: the wall of each append, as times real time (video seconds per wall second),
    with OCR on and off. A clip is answerable at most one append interval plus one append's
    wall after it arrives: that lag at 1x real time.
-2. Resident memory after every append over the whole stream; its spread after the first
-   10 minutes.
+2. Resident memory over the whole stream, after the first 10 minutes: after each version
+   (read in the follow thread right after the version is published and the heap trimmed,
+   ``follow``'s ``on_version``), and its peak during each append (the kernel's high-water mark
+   ``VmHWM``, reset after each reading). Both, as the first is what a follow holds between
+   appends and the second what it needs while one is built. Until December 2026 one figure
+   was read by the feeding thread as soon as ``live.json`` moved, which raced the trim that
+   follows the publication: it was sometimes the peak (1.24 GB) and sometimes the trimmed
+   heap (0.84 GB), and most of its 34-48% spread was that race.
 3. One append against a build from nothing: the last ``--append-s`` appended to the memory
    of everything before, and the same seconds followed into an empty folder.
 
@@ -23,18 +29,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import shutil
 import statistics
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchkit import cache_dir, smoke
 
-from memory_builders.builder import MemoryBuilder
+from memory_builders.builder import BuildResult, MemoryBuilder
 from memory_builders.follow import follow
 from videotapestry.config import load_config
-from videotapestry.memory import live_state
+from videotapestry.memory import LiveState
 from videotapestry.testing.builder_media import make_text_schedule_video, text_schedule
 from videotapestry.testing.live_media import HlsFeed, encode_hls, read_segments
 
@@ -46,7 +54,8 @@ SMOKE_FIGURES: tuple[str, ...] = (
     r"^ +OCR off: +\S+ x real time",
     r"^ +lag at 1x real time",
     r"^2\. resident memory",
-    r"^ +RSS ",
+    r"^ +RSS after each version: ",
+    r"^ +peak RSS during each append: ",
     r"^3\. one append against a build from nothing",
     r"^ +append .* ratio ",
 )
@@ -71,11 +80,31 @@ def stream_segments(minutes: float, fps: float, size: tuple[int, int]) -> Path:
     return folder / "hls"
 
 
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+def status_mb(field: str) -> float:
+    """A ``/proc/self/status`` figure in MB (``VmRSS``, ``VmHWM``); NaN where there is none."""
+    try:
+        lines = Path("/proc/self/status").read_text().splitlines()
+    except OSError:
+        return float("nan")
+    for line in lines:
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def reset_peak() -> None:
+    """Start the peak (``VmHWM``) again from the current RSS (Linux 4.0+; else left as is)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One version, read in the follow thread once it is published and the heap trimmed."""
+
+    covered_s: float
+    rss_mb: float  # after the version
+    peak_mb: float  # the highest RSS since the version before (VmHWM)
 
 
 class Run:
@@ -98,24 +127,32 @@ class Run:
         self.builder = MemoryBuilder(config)
         self.out = out
         self.error: BaseException | None = None
+        self.samples: list[Sample] = []  # appended by the follow thread, one per version
         self.feed.publish(0)
         self.thread = threading.Thread(target=self._follow, daemon=True)
 
     def _follow(self) -> None:
+        served = str(self.feed.served / "index.m3u8")
         try:
-            asyncio.run(follow(self.builder, str(self.feed.served / "index.m3u8"), self.out))
+            asyncio.run(follow(self.builder, served, self.out, on_version=self._sample))
         except BaseException as exc:  # reported by the main thread
             self.error = exc
 
+    def _sample(self, _result: BuildResult, state: LiveState) -> None:
+        """``on_version``: called after the version is published and the heap trimmed."""
+        self.samples.append(Sample(state.covered_s, status_mb("VmRSS"), status_mb("VmHWM")))
+        reset_peak()
+
     def covered(self) -> float:
-        state = live_state(self.out) if (self.out / "live.json").is_file() else None
-        return state.covered_s if state is not None else 0.0
+        """What the versions sampled so far cover (a version counts once it is sampled)."""
+        return self.samples[-1].covered_s if self.samples else 0.0
 
     def step(self, count: int, *, ended: bool = False) -> float:
         """Publish up to segment ``count``; the wall until a version covers it."""
         started = time.perf_counter()
         self.feed.publish(count, ended=ended)
         if self.thread.ident is None:
+            reset_peak()
             self.thread.start()
         target = self.feed.published_s - 0.5
         while self.covered() < target:
@@ -133,20 +170,40 @@ class Run:
             raise self.error
 
 
-def follow_stream(encoded: Path, out: Path, per_step: int, ocr: bool) -> list[tuple[float, float]]:
-    """(wall of the append, RSS MB after it) for each append of ``per_step`` segments."""
+@dataclass(frozen=True)
+class Step:
+    """One append: its wall, the RSS after its (last) version and the peak while it ran."""
+
+    wall_s: float
+    rss_mb: float
+    peak_mb: float
+
+
+def follow_stream(encoded: Path, out: Path, per_step: int, ocr: bool) -> list[Step]:
+    """Each append of ``per_step`` segments, as a ``Step``."""
     run = Run(encoded, out, ocr)
     steps = []
     total = len(run.feed.segments)
     for count in range(per_step, total + per_step, per_step):
+        before = len(run.samples)
         wall = run.step(min(count, total))
-        steps.append((wall, rss_mb()))
+        versions = run.samples[before:]  # one, or two when a poll fell inside the publish
+        steps.append(Step(wall, versions[-1].rss_mb, max(v.peak_mb for v in versions)))
     run.finish()
     return steps
 
 
-def rate_line(label: str, steps: list[tuple[float, float]], append_s: float) -> float:
-    walls = [wall for wall, _ in steps[1:]] or [steps[0][0]]  # the first pays the start-up
+def spread_line(label: str, first: float, later: list[float]) -> None:
+    """``first``: the first append's figure; ``later``: those of the appends after 10 min."""
+    spread = (max(later) - min(later)) / min(later)
+    print(
+        f"   {label}: {first:.0f} MB at the first append, {later[-1]:.0f} MB at the last; "
+        f"after 10 min: {min(later):.0f}-{max(later):.0f} MB (spread {spread:.1%})"
+    )
+
+
+def rate_line(label: str, steps: list[Step], append_s: float) -> float:
+    walls = [step.wall_s for step in steps[1:]] or [steps[0].wall_s]  # the first: start-up
     median = statistics.median(walls)
     rate = append_s / median
     print(
@@ -186,16 +243,13 @@ def main() -> None:
     )
 
     print(f"2. resident memory over {args.minutes:g} min (OCR on)")
-    rss = [mb for _, mb in steps_on]
-    after = [mb for k, mb in enumerate(rss) if (k + 1) * append_s > 600] or rss
-    spread = (max(after) - min(after)) / min(after)
-    print(
-        f"   RSS after the first append {rss[0]:.0f} MB, after the last {rss[-1]:.0f} MB; "
-        f"after 10 min: {min(after):.0f}-{max(after):.0f} MB (spread {spread:.1%})"
-    )
+    later = [step for k, step in enumerate(steps_on) if (k + 1) * append_s > 600] or steps_on
+    first = steps_on[0]
+    spread_line("RSS after each version", first.rss_mb, [step.rss_mb for step in later])
+    spread_line("peak RSS during each append", first.peak_mb, [step.peak_mb for step in later])
 
     print("3. one append against a build from nothing")
-    appended = steps_on[-1][0]
+    appended = steps_on[-1].wall_s
     segments = len(read_segments(encoded / "index.m3u8"))
     alone = Run(encoded, work / "alone", ocr=True, first=max(0, segments - per_step))
     alone_wall = alone.step(len(alone.feed.segments))

@@ -19,9 +19,7 @@ from memory_builders.perception import Perceptions
 from memory_builders.segmentation import ClipSpan
 from memory_builders.summary import StagePlan, super_id
 from videotapestry.contracts.builder import RootSummary
-from videotapestry.errors import VideoTapestryError
 from videotapestry.memory import (
-    MANIFEST_FILE,
     Clip,
     EntityGroup,
     MacroEvent,
@@ -32,7 +30,6 @@ from videotapestry.memory import (
     VideoMemory,
     embed_reusing,
     ensure_embeddings,
-    load_memory,
 )
 from videotapestry.video import VideoInfo
 
@@ -143,17 +140,8 @@ async def embed_memory(ctx: BuildContext, memory: VideoMemory) -> VideoMemory:
     they were made from, so an append embeds only its new nodes."""
     if not ctx.settings.embeddings:
         return memory
-    earlier = _earlier_memory(ctx.earlier_out)
+    earlier = await asyncio.to_thread(ctx.earlier_memory)
     with ctx.stage("embeddings"), ctx.timings.measure("embeddings"):
         if earlier is None:
             return await asyncio.to_thread(ensure_embeddings, memory, ctx.tools.embedder)
         return await asyncio.to_thread(embed_reusing, memory, earlier, ctx.tools.embedder)
-
-
-def _earlier_memory(out: Path) -> VideoMemory | None:
-    if not (out / MANIFEST_FILE).is_file():
-        return None
-    try:
-        return load_memory(out)
-    except VideoTapestryError:
-        return None

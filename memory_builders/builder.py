@@ -53,7 +53,7 @@ from memory_builders.report import BuildReport, Degradation
 from memory_builders.scan import probe_stage, scan_stage
 from memory_builders.segmentation import clip_stage
 from memory_builders.stamp import build_stamp, up_to_date
-from memory_builders.summary import root_stage, super_stage
+from memory_builders.summary import summary_stages
 from memory_builders.transcript import transcript_stage
 from videotapestry.config import Config, load_config
 from videotapestry.embeddings import Embedder, SentenceTransformerEmbedder
@@ -200,15 +200,19 @@ class MemoryBuilder:
         identity: str,
         *,
         previous: Path | None = None,
+        final: bool = True,
     ) -> BuildResult:
         """One version of a followed memory (``follow``): ``recording`` as it is now, built
         into ``version_dir`` from the checkpoints in ``out``, under the stream's ``identity``
         instead of a fingerprint of the growing file. The caller holds ``out``'s lock; what
         an earlier version finished (clips, MacroEvents) is reused by its checkpoint keys,
-        and the ``previous`` version's node vectors where the texts are unchanged."""
+        the ``previous`` version's node vectors where the texts are unchanged, and its
+        SuperEvents but the last (``summary.summary_stages``). ``final``: the stream ended
+        and this is its last version."""
         ctx = BuildContext(self, recording, version_dir, out / BUILD_DIR)
         ctx.live_identity = identity
         ctx.earlier_out = previous or version_dir
+        ctx.live_final = final
         return await self._run(ctx, None, None, stamped=False)
 
     async def _build_locked(
@@ -248,8 +252,8 @@ class MemoryBuilder:
             perceptions = await perception_stage(ctx, info, frames, transcript, clips)
             macros = await macro_stage(ctx, info, clips, perceptions)
             groups = await entity_stage(ctx, macros.drafts)
-            plans = await super_stage(ctx, info, macros)
-            summary = await root_stage(ctx, info, macros, plans)
+            earlier = await asyncio.to_thread(ctx.earlier_memory) if ctx.live_identity else None
+            plans, summary = await summary_stages(ctx, info, macros, earlier, final=ctx.live_final)
             memory = assemble_memory(ctx, info, clips, perceptions, macros, groups, plans, summary)
             memory = await embed_memory(ctx, memory)
             ctx.report.wall_s = time.perf_counter() - started

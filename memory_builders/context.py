@@ -35,8 +35,10 @@ from videotapestry.errors import (
     ModelCallError,
     ModelConnectionError,
     ModelRequestError,
+    VideoTapestryError,
 )
 from videotapestry.llm import ModelService, ModelSession, UsageSummary
+from videotapestry.memory import MANIFEST_FILE, VideoMemory, load_memory
 from videotapestry.ocr import OcrEngine, OcrStats
 from videotapestry.prompts import PromptRegistry, short_hash
 
@@ -83,7 +85,24 @@ class BuildContext:
         #: The memory an earlier build of this video wrote (a followed memory's previous
         #: version), whose node vectors are reused where the texts are unchanged.
         self.earlier_out: Path = out
+        #: This version ends the followed stream: its summaries are revised whatever the
+        #: interval (``summary.revision_due``).
+        self.live_final = True
+        self._earlier: tuple[VideoMemory | None] | None = None
         tools.progress.usage = self  # the bars show this build's calls, tokens and cost
+
+    def earlier_memory(self) -> VideoMemory | None:
+        """The memory in ``earlier_out``, read once (blocking: call it off the event loop);
+        None when there is none or it cannot be read (it is then built afresh)."""
+        if self._earlier is None:
+            memory = None
+            if (self.earlier_out / MANIFEST_FILE).is_file():
+                try:
+                    memory = load_memory(self.earlier_out)
+                except VideoTapestryError:
+                    memory = None
+            self._earlier = (memory,)
+        return self._earlier[0]
 
     def summary(self) -> UsageSummary:
         """This build's model usage so far, over every stage (also the progress bars')."""

@@ -8,17 +8,29 @@ start), so stages always tile the video without gaps or overlap. Without a usabl
 stages are cut by time at about ``target_minutes`` each, on MacroEvent boundaries. The
 root's title and description come from one more call over the stages; without it the
 memory is still complete (the assembly falls back to the stage labels).
+
+A followed memory (``follow``) grows at its tail, and what a reader saw of its past must
+not be rewritten under them: each version keeps the previous version's SuperEvents but its
+last as they were (``fixed_stages``), and plans only the rest, the last SuperEvent and what
+came after it, with the same call over those MacroEvents alone. ``max_stages`` then limits
+each such revision, not the whole: a stream of many hours holds as many SuperEvents as its
+length asks for. With ``builder.follow.revise_every_s`` set, the revision and the root's
+are made only that often (``revision_due``); between them the new MacroEvents join the
+last SuperEvent, whose text, like the root's, stays as it was.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memory_builders.context import BuildContext
 from memory_builders.macro import MacroEvents, clock_span
+from memory_builders.subgraphs import MacroDraft
 from videotapestry.contracts.builder import RootSummary, SuperStage, SuperStages
+from videotapestry.memory import VideoMemory
 from videotapestry.timecode import format_timestamp
 from videotapestry.video import VideoInfo
 
@@ -86,12 +98,143 @@ def stages_by_time(
     return [StagePlan(list(range(a, b))) for a, b in itertools.pairwise(bounds)]
 
 
+@dataclass(frozen=True)
+class EarlierStage:
+    """A SuperEvent as the previous version of a followed memory published it: its
+    MacroEvents (id, start, end) and its text."""
+
+    macros: tuple[tuple[str, float, float], ...]
+    plan: StagePlan
+
+
+def earlier_stages(memory: VideoMemory) -> list[EarlierStage]:
+    """The SuperEvents of ``memory`` in order, with the transition each had to the next."""
+    reasons = {(r.source, r.target): r.reason for r in memory.relations() if r.label == "LEADS_TO"}
+    supers = memory.super_events()
+    stages = []
+    for k, node in enumerate(supers):
+        members = memory.macro_events(node.id)
+        following = supers[k + 1].id if k + 1 < len(supers) else None
+        stages.append(
+            EarlierStage(
+                tuple((m.id, m.time_range.start, m.time_range.end) for m in members),
+                StagePlan(
+                    [],
+                    node.label,
+                    node.description,
+                    list(node.key_entities),
+                    (reasons.get((node.id, following)) or "") if following else "",
+                ),
+            )
+        )
+    return stages
+
+
+#: How far a MacroEvent's stored start or end may be from its draft's (a memory's times
+#: are written to the millisecond).
+_SAME_TIME_S = 2e-3
+
+
+def fixed_stages(earlier: Sequence[EarlierStage], drafts: Sequence[MacroDraft]) -> list[StagePlan]:
+    """The earlier version's SuperEvents that this one keeps as they were: all but its last,
+    in order, as far as each one's MacroEvents are still the first of ``drafts`` that
+    follow, with the same ids and spans. A stage whose MacroEvents were regrouped (and
+    every stage after it) is planned again."""
+    fixed: list[StagePlan] = []
+    at = 0
+    for stage in earlier[:-1]:
+        members = drafts[at : at + len(stage.macros)]
+        same = len(members) == len(stage.macros) and all(
+            d.id == mid
+            and abs(d.start_s - start) <= _SAME_TIME_S
+            and abs(d.end_s - end) <= _SAME_TIME_S
+            for d, (mid, start, end) in zip(members, stage.macros, strict=True)
+        )
+        if not same or not members:
+            break
+        fixed.append(dataclasses.replace(stage.plan, macros=list(range(at, at + len(members)))))
+        at += len(members)
+    return fixed
+
+
+def revision_due(earlier_s: float, covered_s: float, every_s: float, *, final: bool) -> bool:
+    """Whether this version revises the last SuperEvent and the root: always when
+    ``every_s`` is 0 and for the stream's final version, else when the covered time passed
+    a multiple of ``every_s`` since the earlier version."""
+    if every_s <= 0 or final:
+        return True
+    return int(covered_s // every_s) > int(earlier_s // every_s)
+
+
+def kept_tail(
+    earlier: Sequence[EarlierStage], fixed: Sequence[StagePlan], count: int
+) -> StagePlan | None:
+    """Between revisions: the earlier version's last SuperEvent, with its text, stretched
+    over every MacroEvent after the fixed ones; None when the fixed stages are not all
+    the earlier ones but its last (its MacroEvents were regrouped: it must be planned)."""
+    if not earlier or len(fixed) != len(earlier) - 1:
+        return None
+    start = sum(len(p.macros) for p in fixed)
+    if start >= count:
+        return None
+    return dataclasses.replace(earlier[-1].plan, macros=list(range(start, count)))
+
+
 # --------------------------------------------------------------------------- the stages
 
 
-async def super_stage(ctx: BuildContext, info: VideoInfo, macros: MacroEvents) -> list[StagePlan]:
+async def summary_stages(
+    ctx: BuildContext,
+    info: VideoInfo,
+    macros: MacroEvents,
+    earlier: VideoMemory | None = None,
+    *,
+    final: bool = True,
+) -> tuple[list[StagePlan], RootSummary | None]:
+    """Stage 7: the SuperEvents and the root's summary. ``earlier``, a followed memory's
+    previous version, fixes all its SuperEvents but the last (``fixed_stages``); the rest
+    are planned by one call over their MacroEvents, and the root by one more, unless no
+    revision is due (``revision_due``) and the earlier last stage can take the new
+    MacroEvents (``kept_tail``): then both keep their earlier text. ``final``: this is the
+    followed stream's last version (always revised)."""
+    stages = earlier_stages(earlier) if earlier is not None else []
+    fixed = fixed_stages(stages, macros.drafts)
+    if earlier is not None and not revision_due(
+        earlier.root.time_range.end,
+        info.duration_s,
+        ctx.settings.follow.revise_every_s,
+        final=final,
+    ):
+        tail = kept_tail(stages, fixed, len(macros.drafts))
+        if tail is not None:
+            ctx.report.stage("super_events").reused += 1
+            ctx.report.stage("root").reused += 1
+            return [*fixed, tail], kept_root(earlier)
+    offset = sum(len(p.macros) for p in fixed)
+    plans = await _plan_stages(ctx, info, macros, macros.drafts[offset:])
+    for plan in plans:
+        plan.macros = [offset + i for i in plan.macros]
+    plans = [*fixed, *plans]
+    return plans, await _root(ctx, info, macros, plans)
+
+
+def kept_root(memory: VideoMemory) -> RootSummary:
+    """The root's summary as ``memory`` holds it (a followed memory between revisions)."""
+    root = memory.root
+    return RootSummary(
+        title=root.title,
+        description=root.description,
+        themes=list(root.themes),
+        key_entities=list(root.key_entities),
+        emotional_tone=root.emotional_tone or "",
+    )
+
+
+async def _plan_stages(
+    ctx: BuildContext, info: VideoInfo, macros: MacroEvents, drafts: Sequence[MacroDraft]
+) -> list[StagePlan]:
+    """Stages over ``drafts`` (indices into it): the model's, else cut by time."""
     settings = ctx.settings.super_events
-    drafts = macros.drafts
     with ctx.stage("super_events") as (stage, session):
         lines = [summary_line(d.id, d.start_s, d.end_s, *macros.text(d)) for d in drafts]
         reply = await ctx.ask(
@@ -131,7 +274,7 @@ async def super_stage(ctx: BuildContext, info: VideoInfo, macros: MacroEvents) -
     return plans
 
 
-async def root_stage(
+async def _root(
     ctx: BuildContext, info: VideoInfo, macros: MacroEvents, plans: list[StagePlan]
 ) -> RootSummary | None:
     drafts = macros.drafts

@@ -19,7 +19,15 @@ from memory_builders.clip_images import select_frames
 from memory_builders.clip_records import normalize_perception
 from memory_builders.scan import KeptFrame
 from memory_builders.segmentation import ClipSpan, plan_clips
-from memory_builders.summary import stages_by_time, stages_from_reply
+from memory_builders.summary import (
+    EarlierStage,
+    StagePlan,
+    fixed_stages,
+    kept_tail,
+    revision_due,
+    stages_by_time,
+    stages_from_reply,
+)
 from videotapestry.config import BuilderOcrSettings
 from videotapestry.contracts.builder import (
     ClipPerception,
@@ -164,6 +172,54 @@ def test_time_fallback_cuts_stages_on_macro_boundaries() -> None:
     ends = [*starts[1:], 3000]
     plans = stages_by_time(starts, ends, target_s=900, max_stages=8)
     assert [p.macros for p in plans] == [[0, 1, 2], [3, 4, 5, 6], [7, 8, 9]]
+
+
+def macro_drafts(spans: list[tuple[float, float]]) -> list[subgraphs.MacroDraft]:
+    return [
+        subgraphs.MacroDraft(f"macro_{k:04d}", k, a, b, [], []) for k, (a, b) in enumerate(spans)
+    ]
+
+
+def earlier(*groups: list[tuple[int, float, float]]) -> list[EarlierStage]:
+    return [
+        EarlierStage(
+            tuple((f"macro_{k:04d}", a, b) for k, a, b in group),
+            StagePlan([], f"stage {n}", f"text {n}", [], f"to {n + 1}"),
+        )
+        for n, group in enumerate(groups)
+    ]
+
+
+def test_an_append_keeps_every_earlier_superevent_but_the_last() -> None:
+    before = earlier([(0, 0, 60), (1, 60, 120)], [(2, 120, 180)], [(3, 180, 240)])
+    now = macro_drafts([(0, 60), (60, 120), (120, 180), (180, 240), (240, 300)])
+    fixed = fixed_stages(before, now)
+    assert [(p.macros, p.label, p.transition) for p in fixed] == [
+        ([0, 1], "stage 0", "to 1"),
+        ([2], "stage 1", "to 2"),
+    ]
+    # between revisions the earlier last stage, its text unchanged, takes the new MacroEvent
+    tail = kept_tail(before, fixed, len(now))
+    assert tail is not None and (tail.macros, tail.label) == ([3, 4], "stage 2")
+
+
+def test_a_regrouped_macroevent_unfixes_its_stage_and_every_later_one() -> None:
+    before = earlier([(0, 0, 60)], [(1, 60, 120), (2, 120, 180)], [(3, 180, 240)])
+    moved = macro_drafts([(0, 60), (60, 130), (130, 180), (180, 240)])  # macro_0001 ends later
+    fixed = fixed_stages(before, moved)
+    assert [p.macros for p in fixed] == [[0]]
+    assert kept_tail(before, fixed, len(moved)) is None  # the tail must be planned again
+    fewer = macro_drafts([(0, 60), (60, 120)])  # a stage's MacroEvents are not all there
+    assert [p.macros for p in fixed_stages(before, fewer)] == [[0]]
+    assert fixed_stages(before[:1], moved) == []  # one earlier stage: nothing is fixed
+    assert fixed_stages([], moved) == [] and kept_tail([], [], 4) is None
+
+
+def test_the_tail_is_revised_at_its_interval_and_always_at_the_end() -> None:
+    assert revision_due(100, 160, 0, final=False)
+    assert not revision_due(100, 160, 300, final=False)
+    assert revision_due(280, 340, 300, final=False)
+    assert revision_due(100, 160, 300, final=True)
 
 
 # --------------------------------------------------------------------------- entities

@@ -8,8 +8,10 @@ event (H.264 MPEG-TS segments of 20 s) and published a few segments at a time ov
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,8 +23,10 @@ from pathlib import Path
 import pytest
 from method_support import run_cli_output
 
-from memory_builders.recording import Playlist, Recording, parse_playlist, stream_identity
+from memory_builders.recording import Recording, stream_identity
 from memory_builders.report import BuildError
+from memory_builders.sources import Playlist, parse_playlist
+from videotapestry.api import VideoTapestry
 from videotapestry.errors import MemoryFormatError
 from videotapestry.memory import (
     LiveState,
@@ -33,15 +37,20 @@ from videotapestry.memory import (
     resolve_memory_path,
     save_memory,
 )
+from videotapestry.testing.builder_media import make_text_schedule_video
 from videotapestry.testing.fact_videos import FactVideo, make_fact_video
-from videotapestry.testing.live_media import HlsFeed, encode_hls, serve_folder
+from videotapestry.testing.live_media import HlsFeed, covered_now, encode_hls, serve_folder
 from videotapestry.testing.memories import synthetic_memory
+from videotapestry.video import probe
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Versions every 60 s of video, the source looked at five times a second.
+#: Versions every 60 s of video, the source looked at five times a second; SuperEvents of
+#: about a minute, so that a version has earlier ones to keep, and the last one and the
+#: root revised every 2 minutes of video.
 FOLLOW = [
     "-o", "builder.follow.append_every_s=60", "-o", "builder.follow.poll_s=0.2",
-    "-o", "builder.follow.idle_end_s=120",
+    "-o", "builder.follow.idle_end_s=120", "-o", "builder.super_events.target_minutes=1",
+    "-o", "builder.follow.revise_every_s=120",
 ]  # fmt: skip
 
 
@@ -98,6 +107,23 @@ def test_a_recording_undoes_an_append_a_kill_left_unrecorded(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
+def test_a_recording_is_remuxed_only_when_a_version_needs_it(tmp_path: Path) -> None:
+    video, _ = make_text_schedule_video(tmp_path / "cam.mp4", [], 30.0, fps=5.0)
+    segments = encode_hls(video, tmp_path / "hls", 10.0)
+    recording = Recording(tmp_path / "live", str(tmp_path / "hls" / "index.m3u8"))
+    for count, segment in enumerate(segments, start=1):
+        shutil.copy(tmp_path / "hls" / segment.name, recording.segments / f"seg_{count:06d}.ts")
+        assert recording.append_new() == 1
+        # What arrived is read off the MPEG-TS stream: no MP4 is written at each look.
+        assert recording.arrived_s() == pytest.approx(10.0 * count, abs=0.3)
+        assert not recording.path.exists()
+    recording.update_mp4()
+    written = recording.path.stat().st_mtime_ns
+    assert probe(recording.path).duration_s == pytest.approx(30.0, abs=0.3)
+    recording.update_mp4()  # nothing new arrived: the MP4 stays as it is
+    assert recording.path.stat().st_mtime_ns == written
+
+
 def test_a_scan_resumed_on_a_grown_recording_equals_one_whole_pass(tmp_path: Path) -> None:
     """Real H.264 with a shot every 7 s: the first 30 s scanned, then the whole 60 s from
     there, gives the cuts and kept frames of one pass over the whole."""
@@ -106,7 +132,6 @@ def test_a_scan_resumed_on_a_grown_recording_equals_one_whole_pass(tmp_path: Pat
     from memory_builders.scan import scan_video
     from videotapestry.config import load_config
     from videotapestry.testing.media import make_h264_video
-    from videotapestry.video import probe
 
     video = make_h264_video(tmp_path / "v.mp4", 60, fps=25, size=(320, 180), gop_frames=50,
                             scene_s=7.0).path  # fmt: skip
@@ -180,14 +205,6 @@ def wait_for(predicate, what: str, process: subprocess.Popen[str], timeout_s: fl
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def covered(out: Path) -> float:
-    try:
-        state = live_state(out)
-    except MemoryFormatError:
-        return 0.0
-    return state.covered_s if state is not None else 0.0
-
-
 @pytest.fixture
 def stream(encoded: Path, tmp_path: Path) -> Iterator[tuple[HlsFeed, str]]:
     feed = HlsFeed(encoded, tmp_path / "served", _segments(encoded))
@@ -211,6 +228,11 @@ def fact_spans(memory_dir: Path) -> dict[str, tuple[float, float]]:
     }
 
 
+def macro_spans(memory_dir: Path) -> list[tuple[str, float, float]]:
+    memory = load_memory(memory_dir)
+    return [(m.id, m.time_range.start, m.time_range.end) for m in memory.macro_events()]
+
+
 def clip_spans(memory_dir: Path) -> list[tuple[str, float, float]]:
     memory = load_memory(memory_dir)
     return [(c.id, c.time_range.start, c.time_range.end) for c in memory.clips]
@@ -227,6 +249,7 @@ def test_a_fact_is_answerable_while_the_stream_goes_on_and_the_end_equals_a_whol
     feed, url = stream
     out = tmp_path / "mem"
     loads: list[float] = []
+    supers: dict[float, list[tuple]] = {}  # each version's SuperEvents, by covered time
     torn: list[str] = []
     stop = threading.Event()
 
@@ -244,6 +267,10 @@ def test_a_fact_is_answerable_while_the_stream_goes_on_and_the_end_equals_a_whol
             if clips[-1].time_range.end != pytest.approx(memory.duration, abs=0.01):
                 torn.append(f"clips end at {clips[-1].time_range.end}, memory {memory.duration}")
             loads.append(memory.duration)
+            supers[memory.duration] = [
+                (s.id, s.label, s.description, s.time_range.start, s.time_range.end)
+                for s in memory.super_events()
+            ]
 
     watcher = threading.Thread(target=reader, daemon=True)
     watcher.start()
@@ -252,10 +279,12 @@ def test_a_fact_is_answerable_while_the_stream_goes_on_and_the_end_equals_a_whol
         # The stream arrives in steps, up to 3:20; the memory follows it.
         for until in (60.0, 120.0, 200.0):
             feed.publish_until(until)
-            wait_for(lambda u=until: covered(out) >= u - 20, f"the memory at {until} s", process)
+            wait_for(
+                lambda u=until: covered_now(out) >= u - 20, f"the memory at {until} s", process
+            )
         assert feed.published_s == pytest.approx(200.0)
         exit_3 = next(f for f in fact_video.facts if f.label == "EXIT 3")  # at 01:44
-        assert exit_3.end_s < covered(out) < 240
+        assert exit_3.end_s < covered_now(out) < 240
         code, text, err = run_cli_output(
             capsys, "ask", url, "--memory", str(out), "--profile", "offline", "--json",
             "--question", "What is the code shown for EXIT 3?",
@@ -267,8 +296,14 @@ def test_a_fact_is_answerable_while_the_stream_goes_on_and_the_end_equals_a_whol
         assert any(s <= exit_3.end_s and e >= exit_3.start_s for s, e in spans), spans
         # A fact still to come is not in the memory yet.
         assert not any("HALL 31" in t for t in fact_spans(out))
+        # A conversation reads the recording so far; its next turn, after more arrived,
+        # reads the grown recording (its decoders opened again at the newer version).
+        chat = VideoTapestry(None, profile="offline").conversation(url, out)
+        first_turn = chat.ask("What is the code shown for EXIT 3?")
+        assert exit_3.code in first_turn.answer_text
+        assert chat._readers[0].info.duration_s < 240
         # "The last 2 minutes" are those of the recording so far, and only they are cited.
-        now = covered(out)
+        now = covered_now(out)
         code, text, err = run_cli_output(
             capsys, "ask", url, "--memory", str(out), "--profile", "offline", "--json",
             "--question", "What was on screen in the last 2 minutes?",
@@ -283,6 +318,11 @@ def test_a_fact_is_answerable_while_the_stream_goes_on_and_the_end_equals_a_whol
         feed.publish(len(feed.segments), ended=True)
         stdout, stderr = process.communicate(timeout=300)
         assert process.returncode == 0, stderr
+        hall_31 = next(f for f in fact_video.facts if f.label == "HALL 31")  # at 05:24
+        with chat:
+            later_turn = chat.ask("What is the code shown for HALL 31?")
+            assert hall_31.code in later_turn.answer_text
+            assert chat._readers[0].info.duration_s == pytest.approx(360.0, abs=0.5)
     finally:
         stop.set()
         if process.poll() is None:
@@ -294,8 +334,22 @@ def test_a_fact_is_answerable_while_the_stream_goes_on_and_the_end_equals_a_whol
     # Readers loaded versions all along, never a torn one.
     assert not torn, torn[:3]
     assert len(set(loads)) >= 3, sorted(set(loads))
-    # The end equals a build of the finished file: every clip, every fact at its time.
+    # Each version kept the SuperEvents before the last of the version before it, as they
+    # were: only the tail is planned again.
+    history = [supers[d] for d in sorted(supers)]
+    for before, after in itertools.pairwise(history):
+        assert after[: len(before) - 1] == before[:-1], (before, after)
+    assert len(history[-1]) >= 3 and any(len(h) >= 2 for h in history[:-1]), history
+    # Between revisions (every 2 minutes, and at the end) the tail and the root kept their
+    # text: the version at 3:20 followed the one at 2:00 without a summary call.
+    summaries = [v["report"]["stages"]["super_events"] for v in versions]
+    assert any(s["reused"] == 1 and not s["usage"].get("calls") for s in summaries[:-1]), summaries
+    assert summaries[-1]["reused"] == 0, summaries
+    # The end equals a build of the finished file: every clip and MacroEvent, every fact at
+    # its time. Only the SuperEvents may differ: those kept from earlier versions were cut
+    # without seeing what came after them.
     assert clip_spans(out) == clip_spans(offline_build)
+    assert macro_spans(out) == macro_spans(offline_build)
     assert fact_spans(out) == fact_spans(offline_build)
     assert len(fact_spans(out)) == len(fact_video.facts)
     # The last append reused what the version before it finished: only the clips of the
@@ -316,7 +370,7 @@ def test_a_follow_killed_mid_stream_resumes_without_redoing_a_finished_clip(
     feed.publish_until(180.0)
     process = start_follow(url, out)
     try:
-        wait_for(lambda: covered(out) >= 160, "a version at 3 minutes", process)
+        wait_for(lambda: covered_now(out) >= 160, "a version at 3 minutes", process)
     finally:
         os.kill(process.pid, signal.SIGKILL)
         process.wait(timeout=30)

@@ -25,10 +25,16 @@ from serve_support import Server, start_server
 
 from videotapestry.api import _memory_covers
 from videotapestry.config import load_config
-from videotapestry.memory import LiveState, load_memory, publish_live_state, save_memory
+from videotapestry.memory import (
+    LiveState,
+    live_state,
+    load_memory,
+    publish_live_state,
+    save_memory,
+)
 from videotapestry.result import load_result
 from videotapestry.serve.app import BuildRequest, _follow_inputs
-from videotapestry.serve.operations import _RootedHls, _unrecorded_s
+from videotapestry.serve.operations import _RootedHls, _served_covers, _unrecorded_s
 from videotapestry.serve.roots import PathOutsideRootsError, Roots
 from videotapestry.testing.fact_videos import FactVideo, make_fact_video
 from videotapestry.testing.live_media import HlsFeed, encode_hls, read_segments, serve_folder
@@ -88,6 +94,10 @@ def test_a_follow_request_names_a_source_and_a_folder_under_the_roots(tmp_path: 
     assert inputs(video=url, out="memories/cam")["video"] == url
     with pytest.raises(Exception, match="give out"):
         inputs(video=url)
+    camera = "rtsp://viewer:secret@127.0.0.1:8554/cam"  # a stream URL is followed as given
+    assert inputs(video=camera, out="memories/cam")["video"] == camera
+    with pytest.raises(Exception, match="give out"):
+        inputs(video=camera)
     with pytest.raises(Exception, match="cannot follow"):
         inputs(video="talk.avi")
     with pytest.raises(PathOutsideRootsError):
@@ -132,17 +142,22 @@ def test_the_version_read_is_the_one_loaded_and_a_finished_memory_has_none(
 ) -> None:
     folder = live_folder(tmp_path / "mem", {"v000001": 120.0, "v000002": 200.0}, "v000002", True)
     newest = load_memory(folder)
-    covers = _memory_covers(folder, newest)
+    state = live_state(folder)
+    covers = _memory_covers(state, newest)
     assert covers is not None and covers["version"] == "v000002" and covers["ended"] is True
     assert covers["text"] == "live memory covering 00:00-03:20 (the stream has ended)"
     # A question that loaded v000001 before v000002 was published reports what it read.
-    older = _memory_covers(folder, load_memory(folder / "versions" / "v000001"))
+    older = _memory_covers(state, load_memory(folder / "versions" / "v000001"))
     assert older is not None and older["version"] is None and older["covered_s"] == 120.0
     assert older["text"] == "live memory covering 00:00-02:00 (still recording)"
+    # Clients see a stream URL's password masked, and a path on the server as its name.
+    camera = {**covers, "source": "rtsp://viewer:secret@127.0.0.1:8554/cam"}
+    assert _served_covers(camera)["source"] == "rtsp://viewer:***@127.0.0.1:8554/cam"
+    on_disk = {**covers, "source": str(tmp_path / "cam" / "feed.ts")}
+    assert _served_covers(on_disk)["source"] == "feed.ts"
     plain = tmp_path / "plain"
     save_memory(synthetic_memory(duration_s=120.0, supers=1, seed=1), plain)
-    assert _memory_covers(plain, load_memory(plain)) is None
-    assert _memory_covers(newest, newest) is None  # a memory given as an object
+    assert live_state(plain) is None and _memory_covers(None, load_memory(plain)) is None
 
 
 def test_the_roots_list_a_live_memory_once_not_its_versions(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ from videotapestry.library import Library, LibraryIndex
 from videotapestry.library.answering import AnswerVideo
 from videotapestry.llm.service import ModelService
 from videotapestry.llm.usage import attach_spent
-from videotapestry.memory import VectorsReplaced, VideoMemory, live_state
+from videotapestry.memory import LiveState, VectorsReplaced, VideoMemory
 from videotapestry.memory_cache import LoadedMemory, MemoryCache
 from videotapestry.prompts import PromptRegistry, short_hash
 from videotapestry.question import labelled_options, validate_question
@@ -687,20 +687,14 @@ class VideoTapestry:
             warnings=_setup_warnings(ctx),
             html_view=result_fragment,
         )
-        result.memory_covers = _memory_covers(memory, ctx.memory)
+        result.memory_covers = _memory_covers(ctx.live, ctx.memory)
         return result
 
 
-def _memory_covers(memory: str | Path | VideoMemory, loaded: VideoMemory) -> dict[str, Any] | None:
+def _memory_covers(state: LiveState | None, loaded: VideoMemory) -> dict[str, Any] | None:
     """What a live memory's version the question read covers (SPEC §16), else None. The
-    pointer is read again now: when a newer version was published after the question
-    loaded its own, the time is the loaded one's (its name unknown, not the last)."""
-    if isinstance(memory, VideoMemory):
-        return None
-    try:
-        state = live_state(memory)
-    except VideoTapestryError:
-        return None
+    pointer was read after the version was loaded: when a newer version was published in
+    between, the time is the loaded one's (its name unknown, not the newer one's)."""
     if state is None:
         return None
     if abs(state.covered_s - loaded.duration) > 0.05:

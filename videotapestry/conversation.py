@@ -22,7 +22,7 @@ from videotapestry.agents.follow_up import said_spans
 from videotapestry.agents.state import EarlierTurn
 from videotapestry.asr.stored import StoredTranscript
 from videotapestry.config import Config
-from videotapestry.memory import VideoMemory
+from videotapestry.memory import VideoMemory, live_state, live_video
 from videotapestry.result import Result
 from videotapestry.run_setup import memory_directory, open_decoders
 from videotapestry.video import FrameCache, VideoReader
@@ -74,6 +74,8 @@ class Conversation:
     answer_options: dict[str, Any] = field(default_factory=dict)
     turns: list[Result] = field(default_factory=list)
     _readers: list[VideoReader] = field(default_factory=list, repr=False)
+    #: The followed memory's version the readers were opened at (``memory.live``).
+    _opened_at: str | None = field(default=None, repr=False)
     _transcript: list[tuple[float, float, str]] | None = field(default=None, repr=False)
 
     @property
@@ -117,14 +119,22 @@ class Conversation:
         return self.vt.run_sync(self.aask(question, options))
 
     def _open(self) -> list[VideoReader]:
-        if self._readers or self.video is None or self.answer_options.get("no_video"):
+        """The conversation's decoders, opened at its first turn. A followed memory's are
+        opened again when a newer version was published: its recording has grown (and was
+        written anew), and questions may look at the new minutes."""
+        if self.video is None or self.answer_options.get("no_video"):
             return self._readers
+        folder = memory_directory(self.memory)
+        state = live_state(folder) if folder is not None else None
+        version = state.version if state is not None else None
+        if self._readers and version == self._opened_at:
+            return self._readers
+        self.close()
+        video = live_video(folder, self.video) if folder is not None else self.video
         self._readers = open_decoders(
-            self.video,
-            self.vt.config.video,
-            self.vt.frames,
-            memory_dir=memory_directory(self.memory),
+            video, self.vt.config.video, self.vt.frames, memory_dir=folder
         )
+        self._opened_at = version
         return self._readers
 
     @property

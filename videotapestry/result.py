@@ -122,8 +122,9 @@ class Result:
         so both are built here. ``variant`` names the final memory (for a run from the
         start, the config's variant); ``memory`` is where the nodes the levels examined are
         looked up; ``session`` holds the model calls this answer made. A fallback answer
-        is added to the exploration's degradations; cited ids that name no evidence are a
-        warning, after the ``warnings`` of its setup (the memory's replaced vectors).
+        is added to the exploration's degradations; the ``warnings`` of its setup (the
+        memory's replaced vectors) come first, then each level's (a look moved onto the
+        question's window), then cited ids that name no evidence.
         """
         question = exploration.question
         return cls(
@@ -145,7 +146,11 @@ class Result:
             elapsed_s=elapsed_s,
             images=list(images),
             degraded=[*exploration.degraded, *_answer_degradation(answer)],
-            warnings=[*warnings, *_answer_warnings(answer)],
+            warnings=[
+                *warnings,
+                *(w for level in exploration.levels for w in level.warnings),
+                *_answer_warnings(answer),
+            ],
             answer_text=answer.text,
             citations=list(answer.citations),
             citations_asked=answer.citations_asked,

@@ -168,6 +168,7 @@ def open_run_context(
         subtitles_for_whisper=subtitles_for_whisper,
         vectors_replaced=loaded.vectors_replaced,
         relative_time=relative,
+        live=live,
         progress=progress,
         owns_video=owned,
     )

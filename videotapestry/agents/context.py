@@ -20,7 +20,7 @@ from videotapestry.embeddings import Embedder
 from videotapestry.errors import ConfigError
 from videotapestry.images import ImagePart
 from videotapestry.llm.service import ModelSession
-from videotapestry.memory import MemoryLocator, VectorsReplaced, VideoMemory
+from videotapestry.memory import LiveState, MemoryLocator, VectorsReplaced, VideoMemory
 from videotapestry.prompts import PromptRegistry
 from videotapestry.retrieval import PackedClips
 from videotapestry.variants import Variant, variant_named
@@ -67,6 +67,9 @@ class RunContext:
     #: The question read against the time the memory covers ("in the last 10 minutes" as
     #: an explicit window, or a moment past it to say so); None when it was not read.
     relative_time: RelativeTime | None = None
+    #: A followed memory's pointer as the question read it, after loading its version
+    #: (``memory.live``): the time it covers and whether the stream goes on; None otherwise.
+    live: LiveState | None = None
     progress: ProgressCallback | None = None
     #: LangGraph's custom-stream writer while a graph node runs (``astream(stream_mode="custom")``).
     stream: ProgressCallback | None = None

@@ -22,6 +22,12 @@ from videotapestry.agents.level_protocol import (
     macro_event,
     refine_level,
 )
+from videotapestry.agents.relative_time import (
+    Span,
+    choose_in_window,
+    meets_window,
+    question_windows,
+)
 from videotapestry.agents.state import LevelOutcome, QuestionInput
 from videotapestry.memory.prompt_text import node_line, relation_line
 from videotapestry.retrieval import focus_query_text, select_focus_evidence
@@ -37,6 +43,11 @@ def focus_memories(
     embeddings (no embedder configured) every subgraph node is shown, a documented fallback
     that costs tokens but loses nothing. ``whole_subgraphs`` always shows every node. The
     intervals are where the planned frame ranges may fall (``agents.focus.frame_windows``).
+
+    A question relative to now (``relative_time``) is shown the evidence inside its window:
+    each MacroEvent's chosen evidence is kept to the nodes the window overlaps, or placed on
+    them when none was chosen there (``_evidence_in_window``), and chosen clips outside it
+    give way to the MacroEvent's own interval, which the level then cuts to the window.
     """
     memory = ctx.memory
     settings_focus = ctx.config.agents.focus
@@ -61,10 +72,17 @@ def focus_memories(
     else:
         for macro_id in macro_ids:
             chosen[macro_id] = [n.id for n in memory.subgraph(macro_id).nodes]
+    asked = question_windows(question.hints)
+    notes: list[str] = []
     texts = {}
     intervals: dict[str, list[tuple[float, float]]] = {}
     for macro_id in macro_ids:
         macro = macro_event(memory, macro_id)
+        if asked:
+            chosen[macro_id] = _evidence_in_window(ctx, macro_id, chosen[macro_id], asked, notes)
+            clip_windows[macro_id] = [
+                w for w in clip_windows[macro_id] if any(meets_window(w, a) for a in asked)
+            ]
         node_ids = sorted(chosen[macro_id], key=lambda i: memory.time_range(i).start)
         own = [(macro.time_range.start, macro.time_range.end)]
         by_clips = settings_focus.frame_windows == "selected_clips"
@@ -78,7 +96,31 @@ def focus_memories(
             lines.append("Relations:")
             lines += [f"- {relation_line(r)}" for r in relations]
         texts[macro_id] = "\n".join(lines)
-    return LevelMemories(texts, intervals, selection)
+    return LevelMemories(texts, intervals, selection, tuple(notes))
+
+
+def _evidence_in_window(
+    ctx: RunContext, macro_id: str, chosen: list[str], asked: list[Span], notes: list[str]
+) -> list[str]:
+    """``chosen`` (the evidence under ``macro_id`` shown to the Focus agent) after the
+    question's window (``relative_time.choose_in_window``): PACE-Mem chose it for the
+    question's words, not its time, so evidence outside the window is not shown. A change is
+    a note of the level (the agent chose nothing here; its look is recorded apart)."""
+    spans = {
+        n.id: (n.time_range.start, n.time_range.end) for n in ctx.memory.subgraph(macro_id).nodes
+    }
+    choice = choose_in_window(chosen, spans, asked)
+    if choice.placed:
+        notes.append(
+            f"no evidence chosen under {macro_id} lies in the time the question names; "
+            f"shown instead: its {len(choice.chosen)} node(s) there"
+        )
+    elif choice.outside:
+        notes.append(
+            f"{len(choice.outside)} evidence node(s) under {macro_id} outside the time the "
+            "question names were not shown"
+        )
+    return list(choice.chosen)
 
 
 async def refine_focus(

@@ -22,6 +22,7 @@ caught here and stop the question.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -33,6 +34,12 @@ from videotapestry.agents.citations import node_sources, observation_refs
 from videotapestry.agents.context import LevelBudget, RunContext
 from videotapestry.agents.options import strip_option_steering
 from videotapestry.agents.prefetch import FramePrefetch, prefetching
+from videotapestry.agents.relative_time import (
+    Span,
+    choose_in_window,
+    look_in_window,
+    question_windows,
+)
 from videotapestry.agents.rules import (
     ValidatedDecision,
     rank_by_overlap,
@@ -49,6 +56,7 @@ from videotapestry.agents.state import (
     LevelOutcome,
     Observation,
     QuestionInput,
+    ResultWarning,
 )
 from videotapestry.agents.tools import level_frame_indices, level_frame_settings, observe_frames
 from videotapestry.contracts.method import Decision, LevelPlan, LevelUpdate, NodeRewrite
@@ -56,6 +64,7 @@ from videotapestry.errors import MemoryNodeNotFoundError, ModelCallError, VideoE
 from videotapestry.memory import VideoMemory
 from videotapestry.memory.prompt_text import clock_range, serialize_root
 from videotapestry.memory.types import MacroEvent, TimeRange
+from videotapestry.timecode import format_range
 from videotapestry.video import TimeWindow, observation_windows
 
 T = TypeVar("T", bound=BaseModel)
@@ -76,15 +85,26 @@ PLANNING_ROLES: dict[Level, str] = {"super": "overview", "macro": "skim", "subgr
 
 
 class LevelLog:
-    """What one level noted on its way and what it lost (degradations)."""
+    """What one level noted on its way, what it lost (degradations) and what a reader should
+    know that is no loss (warnings)."""
 
     def __init__(self, level: str) -> None:
         self.level = level
         self.notes: list[str] = []
         self.degraded: list[Degradation] = []
+        self.warnings: list[ResultWarning] = []
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+    def moved_to_window(self, what: str, why: str) -> None:
+        """Record that code moved ``what`` (a look, a selection) onto the window the question
+        names: a warning on the result, not a loss, so it never passes quietly and never
+        makes the run degraded."""
+        self.warnings.append(
+            ResultWarning(kind="moved_to_question_window", level=self.level, what=what, why=why)
+        )
+        self.notes.append(f"{what}: {why}")
 
     def degrade(self, kind: DegradationKind, what: str, why: str) -> None:
         self.degraded.append(Degradation(kind=kind, level=self.level, what=what, why=why))
@@ -238,7 +258,52 @@ async def decide(
         default_instruction=DEFAULT_INSTRUCTIONS[level],
     )
     log.notes.extend(validated.notes)
-    return validated
+    return selection_in_window(ctx, validated, question, ids_with_children, log)
+
+
+def selection_in_window(
+    ctx: RunContext,
+    validated: ValidatedDecision,
+    question: QuestionInput,
+    ids_with_children: Sequence[str],
+    log: LevelLog,
+) -> ValidatedDecision:
+    """The validated selection kept to the nodes the question's window overlaps, or placed on
+    them when it has none there (``relative_time.choose_in_window``): the next level's
+    candidates are the children of this selection, so a level that selected elsewhere would
+    leave the levels below nothing inside the window to look at. Only nodes with children
+    can be placed on; without a window, ``validated`` as it is."""
+    windows = question_windows(question.hints)
+    if not windows or not validated.selected_ids:
+        return validated
+    spans = {
+        i: (ctx.memory.time_range(i).start, ctx.memory.time_range(i).end) for i in ids_with_children
+    }
+    choice = choose_in_window(validated.selected_ids, spans, windows)
+    if not choice.moved:
+        return validated
+    before = validated.selected_ids if choice.placed else choice.outside
+    log.moved_to_window(
+        "the decision's selection", window_move_text(before, choice.chosen, choice.placed, windows)
+    )
+    return dataclasses.replace(validated, selected_ids=choice.chosen)
+
+
+def window_move_text(
+    moved: Sequence[str | Span], now: Sequence[str | Span], placed: bool, windows: Sequence[Span]
+) -> str:
+    """Why a choice moved: what lay outside the question's window, and what it is now (the
+    text of a ``moved_to_question_window`` warning)."""
+    asked = ", ".join(format_range(a, b) for a, b in windows)
+    how, now_is = ("lay", "placed on") if placed else ("reached", "kept to")
+    return (
+        f"{_listed(moved)} {how} outside the time the question names ({asked}); "
+        f"{now_is} {_listed(now)}"
+    )
+
+
+def _listed(items: Sequence[str | Span]) -> str:
+    return ", ".join(item if isinstance(item, str) else format_range(*item) for item in items)
 
 
 def level_record(
@@ -316,12 +381,13 @@ class LevelMemories:
     """What a level shows: each candidate's text, and the time intervals it may look at.
 
     ``selection`` is the evidence selection behind the texts (PACE-Mem at Focus), kept for
-    the trace.
+    the trace; ``notes`` what choosing them noted (evidence left out of a question's window).
     """
 
     texts: dict[str, str]
     intervals: dict[str, list[tuple[float, float]]]
     selection: dict[str, Any] | None = None
+    notes: tuple[str, ...] = ()
 
 
 class LevelAgent(Protocol):
@@ -397,10 +463,15 @@ async def refine_level(
     static = dict(memories.texts)
     ctx.report(level=level, step="plan", agent=agent)
     log = LevelLog(level)
+    log.notes.extend(memories.notes)
 
     observations: list[Observation] = []
     plan = LevelPlan()
     all_intervals = [span for spans in memories.intervals.values() for span in spans]
+    # A question relative to now looks only at its window ("in the last 2 minutes"): the
+    # candidates' intervals inside it are all the level may look at (the prefetch included).
+    asked = question_windows(question.hints)
+    all_intervals = list(look_in_window([], all_intervals, asked).intervals)
     windows: list[TimeWindow] = []
     ahead = _prefetch_plan(ctx, level, budget, all_intervals)
     async with prefetching(ctx.decoders, ahead) as prefetch:
@@ -426,6 +497,12 @@ async def refine_level(
             windows = observation_windows(
                 plan.time_ranges, all_intervals, duration_s=ctx.duration_s
             )
+            look = look_in_window(plan.time_ranges, all_intervals, asked)
+            if look.moved:
+                moved = plan.time_ranges if look.placed else look.outside
+                log.moved_to_window(
+                    "the planned look", window_move_text(moved, windows, look.placed, asked)
+                )
             instruction = clean(plan.observation_instruction) or (
                 instruction_in or "Describe what is visible that bears on these events."
             )
@@ -492,6 +569,7 @@ async def refine_level(
         calls=LevelCalls(observations=budget.observations, updates=budget.updates),
         notes=log.notes,
         degraded=log.degraded,
+        warnings=log.warnings,
         sources=sources,
     )
     return RefinedLevel(outcome, fallback or list(candidates))
@@ -546,6 +624,7 @@ async def decide_level(
             "reason": decision.reason,
             "notes": [*outcome.notes, *log.notes],
             "degraded": [*outcome.degraded, *log.degraded],
+            "warnings": [*outcome.warnings, *log.warnings],
         }
     )
 

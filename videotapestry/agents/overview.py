@@ -28,7 +28,7 @@ from videotapestry.agents.level_protocol import (
     update_record,
     update_requests_json,
 )
-from videotapestry.agents.relative_time import QUESTION_WINDOW
+from videotapestry.agents.relative_time import QUESTION_WINDOW, question_windows
 from videotapestry.agents.rules import (
     assign_lines_to_spans,
     clean_anchors,
@@ -96,13 +96,16 @@ def toward_question_window(
     """The plan's ranges, or the window a question relative to now was resolved to ("in the
     last 2 minutes": ``relative_time``) when the plan looks nowhere near it: the question
     names that time outright, so the one continuous look is placed on it (and widened
-    around it as any plan is); a plan that touches it is kept."""
-    asked = [(h.start_s, h.end_s) for h in hints if h.level == QUESTION_WINDOW]
+    around it as any plan is); a plan that touches it is kept. A placed look is a
+    ``moved_to_question_window`` warning, as the levels below record theirs
+    (``level_protocol``)."""
+    asked = question_windows(hints)
     if not asked or any(a <= e and s <= b for s, e in planned for a, b in asked):
         return list(planned)
-    log.note(
+    log.moved_to_window(
+        "the planned look",
         "the plan looked away from the time the question names; the window is placed on "
-        + ", ".join(format_range(a, b) for a, b in asked)
+        + ", ".join(format_range(a, b) for a, b in asked),
     )
     return asked
 
@@ -377,6 +380,7 @@ async def run_overview(
         ),
         notes=log.notes + ([f"transcript lines read: {len(transcript)}"] if speech else []),
         degraded=log.degraded,
+        warnings=log.warnings,
         sources=sources,
     )
 

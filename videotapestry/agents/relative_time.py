@@ -17,6 +17,10 @@ now). A window reaching before 00:00 is clipped there.
 The question the agents are given is the resolved one (``with_relative_time``; ``asked``
 keeps the user's words, a follow-up's when "after that" was resolved first), and each window
 is handed to the Overview agent as a hint (``QUESTION_WINDOW``), which places its look there.
+Every level follows it the same way (``question_windows``): a level's selection is kept to
+the nodes the window overlaps (``choose_in_window``) and the Skim and Focus agents' looks to
+their candidates' time inside it (``look_in_window``); a choice that lay outside is moved and
+the level records a ``moved_to_question_window`` warning.
 
 A question that names a moment the memory does not cover (a clock time or "at minute N"
 past now, or "N minutes ago" before the start) is not resolved but reported
@@ -26,7 +30,9 @@ the agents guess about video they have not seen. Pure functions.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from videotapestry.agents.state import MomentHint, QuestionInput
@@ -263,3 +269,102 @@ def with_relative_time(item: QuestionInput, resolved: RelativeTime | None) -> Qu
             "hints": [*window_hints(resolved), *item.hints],
         }
     )
+
+
+# --------------------------------------------------------------------------- following the window
+
+Span = tuple[float, float]
+
+
+def question_windows(hints: Sequence[MomentHint]) -> list[Span]:
+    """The windows a question relative to now was resolved to, as its hints carry them (empty
+    for every other question: then no level changes anything)."""
+    return [(h.start_s, h.end_s) for h in hints if h.level == QUESTION_WINDOW]
+
+
+def meets_window(span: Span, window: Span) -> bool:
+    """Whether ``span`` lies at least partly inside ``window``: a shared stretch of time, or
+    for a zero-length window or span, one containing the other (a node that merely ends where
+    the window starts does not count)."""
+    if window[0] == window[1] or span[0] == span[1]:
+        return span[0] <= window[1] and window[0] <= span[1]
+    return span[0] < window[1] and window[0] < span[1]
+
+
+@dataclass(frozen=True)
+class WindowChoice:
+    """A level's choice of nodes after the question's window: ``chosen`` as kept or placed,
+    ``outside`` the ids of the original choice that lay outside the window (dropped), and
+    ``placed`` when none lay inside, so the choice was put on the nodes the window
+    overlaps."""
+
+    chosen: tuple[str, ...]
+    outside: tuple[str, ...] = ()
+    placed: bool = False
+
+    @property
+    def moved(self) -> bool:
+        """Whether the original choice was changed (what the level records as a warning)."""
+        return self.placed or bool(self.outside)
+
+
+def choose_in_window(
+    chosen: Sequence[str], spans: Mapping[str, Span], windows: Sequence[Span]
+) -> WindowChoice:
+    """``chosen`` (ids of nodes whose times ``spans`` gives) kept to those ``windows`` overlap;
+    when none of them does, placed on every node of ``spans`` the windows overlap, in the
+    order of ``spans``.
+
+    Unchanged when there is no window, nothing was chosen, or no node of ``spans`` meets a
+    window (nothing to place the choice on); ids ``spans`` does not know are the caller's
+    to validate and are kept. A question names its window outright ("between 08:00 and
+    10:00"), so a level that chose elsewhere is not answering it."""
+    chosen = list(dict.fromkeys(chosen))
+    inside = [i for i, span in spans.items() if any(meets_window(span, w) for w in windows)]
+    if not windows or not chosen or not inside:
+        return WindowChoice(tuple(chosen))
+    wanted = set(inside)
+    outside = tuple(i for i in chosen if i in spans and i not in wanted)
+    kept = tuple(i for i in chosen if i not in outside)
+    if any(i in wanted for i in kept):
+        return WindowChoice(kept, outside)
+    return WindowChoice(tuple(inside), outside, placed=True)
+
+
+@dataclass(frozen=True)
+class WindowLook:
+    """Where a level may look after the question's window: ``intervals``, its candidates'
+    intervals cut to the window (its planned ranges are intersected with these, and when
+    none meets them, these are the look); ``outside`` the planned ranges that reach outside
+    the window; ``placed`` when none of them meets it, so the look is put on the window."""
+
+    intervals: tuple[Span, ...]
+    outside: tuple[Span, ...] = ()
+    placed: bool = False
+
+    @property
+    def moved(self) -> bool:
+        """Whether the planned look was changed (what the level records as a warning)."""
+        return self.placed or bool(self.outside)
+
+
+def look_in_window(
+    planned: Sequence[Span], intervals: Sequence[Span], windows: Sequence[Span]
+) -> WindowLook:
+    """The candidates' ``intervals`` cut to ``windows``, and what that does to the ``planned``
+    ranges (malformed ones are left to the observation's own validation).
+
+    Unchanged when there is no window or no interval meets one (nothing to look at inside
+    it); an empty plan moves nothing (the look is then the intervals inside the window)."""
+    inside = [
+        (max(s, a), min(e, b))
+        for s, e in intervals
+        for a, b in windows
+        if meets_window((s, e), (a, b))
+    ]
+    if not windows or not inside:
+        return WindowLook(tuple(intervals))
+    plans = [(s, e) for s, e in planned if math.isfinite(s) and math.isfinite(e) and s <= e]
+    outside = tuple(p for p in plans if not any(a <= p[0] and p[1] <= b for a, b in windows))
+    placed = bool(plans) and not any(meets_window(p, i) for p in plans for i in inside)
+    return WindowLook(tuple(inside), outside, placed)

@@ -34,6 +34,7 @@ from videotapestry.agents.level_protocol import (
     memories_text,
     rewrite_nodes,
     super_texts,
+    window_move_text,
 )
 from videotapestry.agents.overview import (
     SuperEvidence,
@@ -41,7 +42,9 @@ from videotapestry.agents.overview import (
     locator_hints,
     locator_text,
     refine_supers,
+    toward_question_window,
 )
+from videotapestry.agents.relative_time import look_in_window, meets_window, question_windows
 from videotapestry.agents.rules import is_global_question, protected_set
 from videotapestry.agents.state import (
     SINGLE_AGENT_NAME,
@@ -271,7 +274,7 @@ async def _act(
         if not budget.spend("observation"):
             state.trajectory.append(f"{step.action}: the observation budget is spent")
             return False
-        observation = await _observe(ctx, step, state, instruction, known)
+        observation = await _observe(ctx, step, state, instruction, known, question, log)
         state.named[observation.source_id] = [
             i for i in known if ctx.memory.node(_display_id(i)).kind == "SuperEvent"
         ]
@@ -330,13 +333,22 @@ async def _observe(
     state: _Controller,
     instruction: str,
     ids: list[str],
+    question: QuestionInput,
+    log: LevelLog,
 ) -> Observation:
+    """One observation of the step's ranges. A question relative to now ("in the last 2
+    minutes") is looked at inside its window, as the levels of the method look: a listening
+    or a grid look that misses it is placed on it, frames are kept to the named nodes' time
+    inside it; either move is a warning (``log.moved_to_window``)."""
     config = ctx.config
     duration = ctx.duration_s
+    ranges = list(step.time_ranges)
+    if step.action == "observe_asr" or step.mode != "frames":
+        ranges = toward_question_window(ranges, question.hints, log)
     if step.action == "observe_asr":
-        fallback = visual_window(step.time_ranges, duration, min_span_s=0.0)
+        fallback = visual_window(ranges, duration, min_span_s=0.0)
         windows = asr_windows(
-            step.time_ranges,
+            ranges,
             duration,
             fallback,
             max_windows=config.asr.max_windows,
@@ -350,7 +362,16 @@ async def _observe(
     source = state.source_id("visual")
     if step.mode == "frames":
         spans = [_span(ctx, _display_id(i)) for i in ids] or [(0.0, duration)]
-        windows = observation_windows(step.time_ranges, spans, duration_s=duration)
+        asked = question_windows(question.hints)
+        if not any(meets_window(span, a) for span in spans for a in asked):
+            spans = spans if not asked else list(asked)  # the nodes named lie outside it
+        look = look_in_window(ranges, spans, asked)
+        windows = observation_windows(ranges, list(look.intervals), duration_s=duration)
+        if look.moved:
+            moved = ranges if look.placed else look.outside
+            log.moved_to_window(
+                "the planned look", window_move_text(moved, windows, look.placed, asked)
+            )
         level: Level = step.level if step.level in ("macro", "subgraph") else "macro"
         return await observe_frames(
             ctx,
@@ -360,9 +381,7 @@ async def _observe(
             agent=SINGLE_AGENT_NAME,
             source_id=source,
         )
-    window = visual_window(
-        step.time_ranges, duration, min_span_s=config.agents.overview.min_window_s
-    )
+    window = visual_window(ranges, duration, min_span_s=config.agents.overview.min_window_s)
     return await observe_overview_grids(
         ctx,
         window,
@@ -412,7 +431,7 @@ def _outcomes(
             stop=not state.touched_macros,
             calls=calls,
             sources=state.super_sources,
-            **{**common, "notes": log.notes, "degraded": log.degraded},
+            **{**common, "notes": log.notes, "degraded": log.degraded, "warnings": log.warnings},
         )
     ]
     if state.touched_macros:

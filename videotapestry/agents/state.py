@@ -171,6 +171,7 @@ WarningKind = Literal[
     "memory_vectors_replaced",  # search and PACE-Mem used recomputed vectors, not the memory's
     "transcript_from_subtitles",  # asr.source is whisper; the memory's transcript is subtitles
     "question_past_covered",  # the question names a moment the memory does not cover
+    "moved_to_question_window",  # a level's look or selection lay outside the question's window
 ]
 
 
@@ -184,7 +185,7 @@ class ResultWarning(_Model):
     """
 
     kind: WarningKind
-    level: str  # answer
+    level: str  # setup | answer | super | macro | subgraph
     what: str
     why: str
 
@@ -273,6 +274,9 @@ class LevelOutcome(_Model):
     calls: LevelCalls = Field(default_factory=LevelCalls)
     notes: list[str] = Field(default_factory=list)
     degraded: list[Degradation] = Field(default_factory=list)
+    #: What a reader should know of this level that is no loss of the method: a look or a
+    #: selection moved onto the window the question names (``relative_time``).
+    warnings: list[ResultWarning] = Field(default_factory=list)
     #: What each rewritten node rests on: its stored node, then the frames and transcript
     #: lines of the observations linked to it (a compressed node: its stored node only).
     sources: dict[str, list[EvidenceRef]] = Field(default_factory=dict)

@@ -4,10 +4,14 @@
 output root must then be on storage every Ray worker sees, since the checkpoints a retried
 task resumes from live there.
 
+``--library LIB`` indexes each memory built into the library at ``LIB`` (SPEC §15), and
+with ``--follow`` each version as it is published (SPEC §16), the way a served follow job
+keeps the server's library current (``videotapestry.library.index_built``).
+
 Exit status: 0 when every memory is complete, 3 when a memory is partial (some clips failed,
 or part of the video could not be decoded; ``--allow-partial`` makes that 0), 2 when a build
-stopped (its checkpoints are kept: run the same command again to resume), 130 when stopped
-with Ctrl-C (checkpoints kept too).
+stopped (its checkpoints are kept: run the same command again to resume) or a memory built
+could not be indexed into ``--library``, 130 when stopped with Ctrl-C (checkpoints kept too).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from videotapestry.commands.common import (
     EXIT_ERROR,
@@ -29,6 +34,11 @@ from videotapestry.errors import VideoTapestryError
 from videotapestry.executors.base import BuildJob, BuildOutcome
 from videotapestry.trace import scrub
 
+if TYPE_CHECKING:
+    from videotapestry.config import Config
+    from videotapestry.embeddings import Embedder
+    from videotapestry.library import LibraryIndex
+
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".avi", ".mov", ".webm", ".m4v", ".mpg", ".mpeg", ".ts")
 EXIT_PARTIAL = 3
 
@@ -41,10 +51,14 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
         "stopped build resumes when run again with the same arguments; a finished memory that "
         "is up to date (same video, settings, prompts and models, files unchanged) is kept as "
         "it is, without running a stage.",
-        epilog="exit status: 0 complete, 3 partial (clips failed, video lost), 2 stopped",
+        epilog="exit status: 0 complete, 3 partial (clips failed, video lost), 2 stopped "
+        "(or not indexed into --library)",
     )
     parser.add_argument(
-        "video", nargs="?", help="the video file (with --follow: an HLS playlist or a growing .ts)"
+        "video",
+        nargs="?",
+        help="the video file (with --follow: an HLS playlist, an RTSP/RTMP/SRT URL or a file "
+        "still being written)",
     )
     parser.add_argument("out", nargs="?", help="new or empty directory for the memory")
     parser.add_argument(
@@ -86,9 +100,18 @@ def add_parser(subparsers: argparse._SubParsersAction, add_config: AddConfigOpti
     parser.add_argument(
         "--follow",
         action="store_true",
-        help="the source is still arriving (an HLS playlist, a path or an http(s) URL, or a "
-        "growing MPEG-TS file): build a new version of the memory as video arrives, until "
-        "it ends (ENDLIST, no growth for builder.follow.idle_end_s, or Ctrl-C)",
+        help="the source is still arriving (an HLS playlist, a path or an http(s) URL; an "
+        "RTSP, RTMP or SRT URL; or a file still being written: MPEG-TS, fragmented MP4, "
+        "Matroska): build a new version of the memory as video arrives, until it ends "
+        "(ENDLIST, the server ends the stream, no growth for builder.follow.idle_end_s, or "
+        "Ctrl-C)",
+    )
+    parser.add_argument(
+        "--library",
+        metavar="LIB",
+        help="also index each memory built into the library at LIB (made when new; its other "
+        "memories are kept); with --follow, each version as it is published, so a library "
+        "search finds what the stream has shown so far",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--json", action="store_true", help="print the build reports as JSON")
@@ -188,6 +211,7 @@ def _build_all(args: argparse.Namespace, jobs: list[BuildJob], overrides: list[s
     from videotapestry.executors import make_executor
 
     config = load_config(args.config, profile=args.profile, overrides=overrides)
+    library = _library(args.library, config)
     executor = make_executor(config)
     reports = []
     failed = partial = False
@@ -221,11 +245,48 @@ def _build_all(args: argparse.Namespace, jobs: list[BuildJob], overrides: list[s
     )
     if len(jobs) == 1 and outcomes and outcomes[0].error is not None:
         raise outcomes[0].exception or VideoTapestryError(outcomes[0].error)
+    if library is not None:  # every memory built, partial ones too: each is readable
+        built = [o.job.out for o in outcomes if o.ok]
+        indexed = _indexed(library, built) if built else {"indexed": True}
+        failed = failed or not indexed["indexed"]
+        for report in reports:
+            report["library"] = indexed
     if args.json:
         print(json.dumps(reports if len(jobs) > 1 else reports[0], ensure_ascii=False))
     if failed:
         return EXIT_ERROR
     return EXIT_PARTIAL if partial and not args.allow_partial else 0
+
+
+def _library(
+    path: str | None, config: Config, embedder: Embedder | None = None
+) -> LibraryIndex | None:
+    """The library ``--library`` names, opened before any build so that a missing LanceDB
+    or an unusable folder stops the command before hours of building, not after."""
+    if path is None:
+        return None
+    from videotapestry.embeddings import SentenceTransformerEmbedder
+    from videotapestry.library import LibraryIndex
+
+    index = LibraryIndex(path, embedder or SentenceTransformerEmbedder(config.embedding))
+    index.count()  # connects: LanceDB installed, the folder made or readable
+    return index
+
+
+def _indexed(library: LibraryIndex, memories: list[Path]) -> dict[str, Any]:
+    """``memories`` indexed into ``--library`` as a served follow indexes its versions; a
+    failure is said on stderr and the memories stand (a follow goes on: its next version,
+    or ``library index``, catches up)."""
+    from videotapestry.library import index_built
+
+    indexed = index_built(library, memories)
+    if not indexed["indexed"]:
+        print(
+            f"videotapestry: not indexed into {library.path}: {indexed.get('why', '')}",
+            file=sys.stderr,
+            flush=True,
+        )
+    return indexed
 
 
 def _follow(args: argparse.Namespace, overrides: list[str]) -> int:
@@ -248,23 +309,31 @@ def _follow(args: argparse.Namespace, overrides: list[str]) -> int:
         raise VideoTapestryError("build-memory --follow needs SOURCE MEM")
     config = load_config(args.config, profile=args.profile, overrides=overrides)
     builder = MemoryBuilder(config, progress=BuildProgress(enabled=False))
+    out = Path(args.out or args.out_root)
+    library = _library(args.library, config, builder.embedder)
+    indexed: dict[str, Any] = {"indexed": True}
 
     def published(result: BuildResult, state: LiveState) -> None:
-        if args.json:  # one line per version: its pointer and its build report
-            line = {**state.to_json(), "report": result.report.to_json()}
+        nonlocal indexed
+        line: dict[str, Any] = {**state.to_json(), "report": result.report.to_json()}
+        text = f"{state.version}: {state.describe()}, {result.report.clips} clips"
+        if library is not None:  # each version indexed as it is published
+            indexed = line["library"] = _indexed(library, [out])
+            text += f"; indexed into {library.path}" if indexed["indexed"] else ""
+        if args.json:  # one line per version: its pointer, its build report (and its index)
             print(json.dumps(line, ensure_ascii=False), flush=True)
         else:
-            print(f"{state.version}: {state.describe()}, {result.report.clips} clips", flush=True)
+            print(text, flush=True)
 
     async def run_follow() -> BuildResult:
         try:
-            return await follow(
-                builder, args.video, Path(args.out or args.out_root), on_version=published
-            )
+            return await follow(builder, args.video, out, on_version=published)
         finally:
             await builder.service.aclose()
 
     result = asyncio.run(run_follow())
     if not args.json:
         print(summary_text(result.report), flush=True)
+    if not indexed["indexed"]:  # the last version is not in the library: say so by status
+        return EXIT_ERROR
     return EXIT_PARTIAL if result.partial and not args.allow_partial else 0

@@ -197,6 +197,20 @@ class BuilderFollowSettings(StrictModel):
         3, ge=2, description="versions kept on disk; older ones are removed once readers moved on"
     )
     fetch_timeout_s: float = Field(20.0, gt=0, description="timeout of one playlist or segment")
+    segment_s: float = Field(
+        10.0,
+        gt=0,
+        description="a stream URL (RTSP, RTMP, SRT) is recorded in MPEG-TS segments of about "
+        "this many seconds, each cut at a video keyframe; a kill loses at most the one being "
+        "recorded",
+    )
+    revise_every_s: float = Field(
+        0.0,
+        ge=0,
+        description="video seconds between revisions of the last SuperEvent and the root (a "
+        "call each); 0 revises them with every version. In between, new MacroEvents join the "
+        "last SuperEvent, whose text stays as it was",
+    )
 
 
 class BuilderConfig(StrictModel):

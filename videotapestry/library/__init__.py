@@ -16,6 +16,7 @@ from videotapestry.library.index import (
     SearchHit,
     UpdateReport,
     find_memories,
+    index_built,
 )
 from videotapestry.library.moments import (
     MOMENT_LEVELS,
@@ -38,6 +39,7 @@ __all__ = [
     "SearchHit",
     "UpdateReport",
     "find_memories",
+    "index_built",
     "memory_key",
     "memory_moments",
     "memory_version",

@@ -30,7 +30,12 @@ import numpy as np
 
 from videotapestry.asr import StoredTranscript
 from videotapestry.embeddings import Embedder
-from videotapestry.errors import LibraryError, MemoryFormatError, OptionalDependencyError
+from videotapestry.errors import (
+    LibraryError,
+    MemoryFormatError,
+    OptionalDependencyError,
+    VideoTapestryError,
+)
 from videotapestry.library.moments import (
     IndexedVideo,
     Moment,
@@ -38,7 +43,13 @@ from videotapestry.library.moments import (
     memory_moments,
     memory_version,
 )
-from videotapestry.memory import VideoMemory, detect_format, open_memory
+from videotapestry.memory import (
+    VideoMemory,
+    detect_format,
+    live_state,
+    open_memory,
+    recording_path,
+)
 
 log = logging.getLogger(__name__)
 
@@ -235,10 +246,18 @@ class LibraryIndex:
     # -- writing ---------------------------------------------------------------------------
 
     def update(
-        self, roots: Sequence[str | Path], *, progress: ProgressCallback | None = None
+        self,
+        roots: Sequence[str | Path],
+        *,
+        progress: ProgressCallback | None = None,
+        prune: bool = True,
     ) -> UpdateReport:
         """Index every memory under ``roots``: new and changed ones are (re)indexed, those no
-        longer there removed, the rest left alone. One writer at a time."""
+        longer there removed, the rest left alone. One writer at a time.
+
+        ``prune=False`` removes nothing: the memories under ``roots`` are added to (or
+        updated in) a library that also holds others, as a build with ``--library`` adds the
+        memory it has just built without forgetting the rest."""
         from filelock import FileLock, Timeout
 
         memories = find_memories(roots)
@@ -251,15 +270,17 @@ class LibraryIndex:
                 f"{self.path} is being updated by another process; wait for it to finish"
             ) from None
         try:
-            return self._update(memories, progress)
+            return self._update(memories, progress, prune)
         finally:
             lock.release()
 
-    def _update(self, memories: list[Path], progress: ProgressCallback | None) -> UpdateReport:
+    def _update(
+        self, memories: list[Path], progress: ProgressCallback | None, prune: bool
+    ) -> UpdateReport:
         report = UpdateReport()
         known = {v.key: v for v in self.videos()}
         present = {memory_key(m): m for m in memories}
-        for key in sorted(set(known) - set(present)):
+        for key in sorted(set(known) - set(present) if prune else ()):
             self._remove(key)
             report.removed.append(known[key].memory)
         for done, memory_dir in enumerate(memories, 1):
@@ -405,6 +426,35 @@ class LibraryIndex:
         write_atomic(self.path / STATE_FILE, json.dumps(dict(state)))
 
 
+def index_built(
+    index: LibraryIndex, memories: Sequence[Path], *, named: Callable[[Path], str] = str
+) -> dict[str, Any]:
+    """``memories``, just built or given a new version, indexed into ``index`` (the other
+    memories it holds left as they are): what was done in brief, ``named`` naming each
+    memory, or why it could not be done. Shared by ``build-memory --library`` (after each
+    build, and after each version of a followed source) and a served follow job, so both
+    keep a library current the same way.
+
+    It never raises for a library that cannot be written now (another process updating it,
+    LanceDB missing, a memory that cannot be read): the memory just built stands whatever
+    its index does, the report says why, and the next version or ``library index`` catches
+    up. ``indexed`` is true when every memory was indexed (or was already, unchanged)."""
+    try:
+        report = index.update(memories, prune=False)
+    except (VideoTapestryError, OSError) as exc:
+        return {"indexed": False, "why": str(exc)}
+    brief: dict[str, Any] = {
+        "indexed": not report.failed,
+        "added": [named(Path(m)) for m in report.added],
+        "updated": [named(Path(m)) for m in report.updated],
+        "unchanged": report.unchanged,
+        "failed": [{"memory": named(Path(m)), "why": why} for m, why in report.failed],
+    }
+    if report.failed:
+        brief["why"] = "; ".join(why for _, why in report.failed)
+    return brief
+
+
 def _partitions(rows: int) -> int:
     """IVF partitions for ``rows`` vectors: about the square root, at least 16."""
     return max(16, int(rows**0.5) // 4)
@@ -489,9 +539,15 @@ def _moment_rows(key: str, moments: Sequence[Moment], vectors: np.ndarray) -> An
 
 def _built_from(memory_dir: Path) -> str | None:
     """The video a memory was built from, as its build report names it (an imported memory
-    has none); None when unknown or no longer there."""
-    import json
-
+    has none), or a followed memory's recording (its versions are built from it); None when
+    unknown or no longer there."""
+    try:
+        state = live_state(memory_dir)
+    except VideoTapestryError:
+        state = None
+    if state is not None:
+        recording = recording_path(memory_dir, state)
+        return str(recording) if recording.is_file() else None
     try:
         named = json.loads((memory_dir / BUILD_REPORT).read_text(encoding="utf-8")).get("video")
     except (OSError, ValueError, AttributeError):

@@ -5,7 +5,8 @@ text boxes and recognizes chosen boxes apart, which is what lets the region gate
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -85,7 +86,17 @@ class RegionOcrEngine(Protocol):
 
 
 class RapidOcrEngine:
-    """rapidocr-onnxruntime (models shipped in the wheel); one instance per thread."""
+    """rapidocr-onnxruntime (models shipped in the wheel).
+
+    A rapidocr pipeline is used by one thread at a time: each call borrows one from a pool
+    and gives it back, so there are as many as calls ever ran at once (the builder's
+    ``cpu_workers``), kept for the life of this object. They used to be per thread, and a
+    build makes fresh worker threads, so a followed memory (``memory_builders.follow``),
+    one build per version, loaded its detector and recognizer again twice a version and
+    freed them with the threads: measured with ``bench/bench_live.py`` (65 minutes, appends
+    of 5), 26 pipelines instead of 2, each load a burst of native allocations; with two
+    kept, the RSS after a version stays higher by what they hold (about 45 MB) but no
+    longer swings with the loads (after 10 minutes 878-944 MB against 875-969 MB)."""
 
     name = "rapidocr"
 
@@ -98,7 +109,8 @@ class RapidOcrEngine:
                 'with the "offline" extra, or set builder.ocr.engine=none'
             ) from None
         self.settings = settings
-        self._local = threading.local()
+        self._idle: list[Any] = []  # pipelines no call holds now
+        self._idle_lock = threading.Lock()
 
     @property
     def version(self) -> str:
@@ -106,19 +118,29 @@ class RapidOcrEngine:
 
         return f"rapidocr-onnxruntime {version('rapidocr-onnxruntime')}, {READING}"
 
-    def _engine(self) -> Any:
-        engine = getattr(self._local, "engine", None)
+    @contextmanager
+    def _engine(self) -> Iterator[Any]:
+        """A pipeline for this call alone, given back to the pool after it."""
+        with self._idle_lock:
+            engine = self._idle.pop() if self._idle else None
         if engine is None:
-            from rapidocr_onnxruntime import RapidOCR
+            engine = self._new_engine()
+        try:
+            yield engine
+        finally:
+            with self._idle_lock:
+                self._idle.append(engine)
 
-            # "max": frames under 960 px are read at their own size (the default "min"
-            # scales the short side up to 736 px, several times slower for small frames).
-            options: dict[str, Any] = {"det_limit_type": "max"}
-            if self.settings.threads:
-                options["intra_op_num_threads"] = self.settings.threads
-                options["inter_op_num_threads"] = 1
-            engine = self._local.engine = RapidOCR(**options)
-        return engine
+    def _new_engine(self) -> Any:
+        from rapidocr_onnxruntime import RapidOCR
+
+        # "max": frames under 960 px are read at their own size (the default "min"
+        # scales the short side up to 736 px, several times slower for small frames).
+        options: dict[str, Any] = {"det_limit_type": "max"}
+        if self.settings.threads:
+            options["intra_op_num_threads"] = self.settings.threads
+            options["inter_op_num_threads"] = 1
+        return RapidOCR(**options)
 
     def read(self, image: np.ndarray) -> list[OcrHit]:
         return [OcrHit(hit.text, hit.confidence) for hit in self.read_boxes(image)]
@@ -135,7 +157,8 @@ class RapidOcrEngine:
 
     def detect(self, image: np.ndarray) -> list[TextBox]:
         bgr = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
-        result, _ = self._engine()(bgr, use_cls=False, use_rec=False)
+        with self._engine() as engine:
+            result, _ = engine(bgr, use_cls=False, use_rec=False)
         return [
             TextBox(tuple((float(p[0]), float(p[1])) for p in points)) for points in result or []
         ]
@@ -143,12 +166,13 @@ class RapidOcrEngine:
     def recognize(self, image: np.ndarray, boxes: Sequence[TextBox]) -> list[OcrHit]:
         if not boxes:
             return []
-        engine = self._engine()
         bgr = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
         # The crops rapidocr's own pipeline makes (a perspective warp per box), then its
         # recognizer over them as one batch.
-        crops = engine.get_crop_img_list(bgr, [np.array(b.points, dtype=np.float32) for b in boxes])
-        results, _ = engine.text_rec(crops, True)
+        points = [np.array(b.points, dtype=np.float32) for b in boxes]
+        with self._engine() as engine:
+            crops = engine.get_crop_img_list(bgr, points)
+            results, _ = engine.text_rec(crops, True)
         return [
             OcrHit(read_line(crop, str(text), columns), float(score))
             for crop, (text, score, columns) in zip(crops, results, strict=True)

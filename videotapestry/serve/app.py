@@ -423,21 +423,21 @@ def _eval_inputs(roots: Roots, body: EvalRequest) -> dict[str, Any]:
 
 
 def _follow_inputs(roots: Roots, body: BuildRequest) -> dict[str, Any]:
-    """A followed build's inputs: its source (an http(s) URL as given, else a path resolved
+    """A followed build's inputs: its source (a URL as given, else a path resolved
     under the roots) and its folder under the roots (a URL names none by default)."""
-    from memory_builders.recording import GROWING_SUFFIXES, is_playlist, is_url
+    from memory_builders.sources import GROWING_SUFFIXES, is_playlist, is_remote, is_stream_url
 
     if body.subtitles or body.force:
         raise VideoTapestryError(
             "follow takes a source and a folder; subtitles and force are for finished files"
         )
-    remote = is_url(body.video)
+    remote = is_remote(body.video)
     growing = not remote and Path(body.video).suffix.lower() in GROWING_SUFFIXES
-    if not (is_playlist(body.video) or growing):
+    if not (is_playlist(body.video) or is_stream_url(body.video) or growing):
         raise VideoTapestryError(
             f"cannot follow {body.video}: give an HLS playlist (.m3u8, under the roots or an "
-            "http(s) URL) or a file still being written under the roots (MPEG-TS, fragmented "
-            "MP4, Matroska)"
+            "http(s) URL), an RTSP, RTMP or SRT URL, or a file still being written under the "
+            "roots (MPEG-TS, fragmented MP4, Matroska)"
         )
     source = None if remote else roots.resolve(body.video, must_exist=False)
     if body.out:

@@ -30,7 +30,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-from memory_builders.recording import is_url
+from memory_builders.sources import is_remote
 from videotapestry import __version__
 from videotapestry.api import VideoTapestry
 from videotapestry.config import Config
@@ -199,8 +199,8 @@ def create_mcp_server(settings: McpSettings) -> MCPServer:
             Field(
                 min_length=1,
                 description="a video under the roots; with follow, the source still arriving "
-                "(an HLS playlist or a file still being written under the roots, or an "
-                "http(s) playlist URL)",
+                "(an HLS playlist or a file still being written under the roots, an http(s) "
+                "playlist URL, or an RTSP, RTMP or SRT URL)",
             ),
         ],
         ctx: Context,
@@ -248,7 +248,7 @@ def create_mcp_server(settings: McpSettings) -> MCPServer:
 
     async def _follow(video: str, out: str | None, ctx: Context) -> BuildOutput:
         """``build_memory`` with ``follow``: each version as a progress notification."""
-        remote = is_url(video)
+        remote = is_remote(video)
         source = video if remote else str(roots.resolve(video, must_exist=False))
         if out:
             target = roots.resolve(out, must_exist=False)

@@ -20,13 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from memory_builders.followers import HlsFollower, make_follower
 from memory_builders.progress import BuildProgress, StageBar, StageUpdate
-from memory_builders.recording import (
-    HlsFollower,
+from memory_builders.sources import (
     SourceFollower,
     is_playlist,
+    is_remote,
+    is_stream_url,
     is_url,
-    make_follower,
+    shown_url,
 )
 from videotapestry.agents.state import Citation, Degradation, EvidenceKind, ResultWarning
 from videotapestry.errors import VideoTapestryError
@@ -125,23 +127,26 @@ def follow_source(
     on_version: VersionCallback,
     library: Callable[[], Library] | None = None,
 ) -> dict[str, Any]:
-    """Follow ``source`` (an HLS playlist under the roots or at an http(s) URL, or a growing
-    MPEG-TS file under the roots) into ``out`` until it ends, as ``build-memory --follow``
-    does (SPEC §16); the last version's build report and pointer as JSON.
+    """Follow ``source`` (an HLS playlist under the roots or at an http(s) URL, a stream URL,
+    or a file still being written under the roots) into ``out`` until it ends, as
+    ``build-memory --follow`` does (SPEC §16); the last version's build report and pointer
+    as JSON.
 
     ``on_version`` hears each published version: the video time it covers, the time that
-    had arrived at the source by then and the lag between them. With ``library``, the
-    served library is brought up to date after each version (incremental: only the memories
-    whose files changed are indexed again). A set ``cancel`` stops it at its next look at
-    the source or its next build step; the newest version stays readable and a new job on
-    the same folder goes on from the recording and the checkpoints. Blocking, on a thread
-    with an event loop of its own, like ``build_memory``.
+    had arrived at the source by then and the lag between them. With ``library``, each
+    version is indexed into the served library as ``build-memory --follow --library`` does
+    (``library.index_built``: this memory only, the library's others left as they are). A
+    set ``cancel`` stops it at its next look at the source or its next build step; the
+    newest version stays readable and a new job on the same folder goes on from the
+    recording and the checkpoints. Blocking, on a thread with an event loop of its own,
+    like ``build_memory``.
     """
     import asyncio
 
     from memory_builders.builder import BuildResult, MemoryBuilder
     from memory_builders.follow import follow
     from memory_builders.recording import SEGMENTS_DIR
+    from videotapestry.library import index_built
     from videotapestry.memory import RECORDING_DIR, LiveState, live_state
 
     settings = config.builder.follow
@@ -164,8 +169,10 @@ def follow_source(
             "covers": state.describe(),
             "clips": result.report.clips,
         }
-        if library is not None:
-            event["library"] = _reindex(library, roots)
+        if library is not None:  # this memory's new version, the library's others left
+            event["library"] = index_built(
+                library().index, [out], named=functools.partial(_named, roots)
+            )
         on_version(event)
 
     async def run() -> BuildResult:
@@ -232,18 +239,26 @@ class _ServedFollower:
             self.whole_segments = inner.whole_segments
         return self._inner.poll()
 
+    def close(self) -> None:
+        if self._inner is not None:
+            self._inner.close()
+
 
 def source_arrived_s(source: str, out: Path, covered_s: float, timeout_s: float) -> float | None:
     """The video time that has arrived at ``source`` as far as is known now: the time the
     memory covers (what the recording held when its version was built) plus what the
     source lists beyond the recording (an HLS playlist's ``#EXTINF`` durations of segments
     not recorded yet), or a growing file's probed duration. None when the source cannot
-    be read now (the lag is then unknown)."""
+    be read now, or is a stream URL, which tells no more than what was recorded (the lag
+    is then unknown)."""
     import json
 
-    from memory_builders.recording import STATE_FILE, read_source
+    from memory_builders.recording import STATE_FILE
+    from memory_builders.sources import read_source
     from videotapestry.memory import RECORDING_DIR
 
+    if is_stream_url(source):
+        return None
     try:
         if is_playlist(source):
             text = read_source(source, timeout_s).decode("utf-8", "replace")
@@ -271,21 +286,6 @@ def _unrecorded_s(playlist: str, recorded: set[str]) -> float:
                 total += duration
             sequence += 1
     return total
-
-
-def _reindex(library: Callable[[], Library], roots: Roots) -> dict[str, Any]:
-    """The served library after a new version: its update report in brief, or why not."""
-    try:
-        report = index_library(library(), roots)
-    except VideoTapestryError as exc:  # another writer holds the library, no LanceDB …
-        return {"indexed": False, "why": str(exc)}
-    return {
-        "indexed": True,
-        "added": report["added"],
-        "updated": report["updated"],
-        "unchanged": report["unchanged"],
-        "failed": report["failed"],
-    }
 
 
 async def answer_question(
@@ -474,10 +474,13 @@ class ServedAnswer(BaseModel):
 
 def _served_covers(covers: dict[str, Any] | None) -> dict[str, Any] | None:
     """A live memory's coverage as clients see it: a source that is a path on the server
-    is named by its file name only (a URL as it is)."""
-    if covers is None or is_url(str(covers.get("source", ""))):
+    is named by its file name only (a URL as it is, a password in it masked)."""
+    if covers is None:
         return covers
-    return {**covers, "source": Path(str(covers.get("source", ""))).name}
+    source = str(covers.get("source", ""))
+    if is_remote(source):
+        return {**covers, "source": shown_url(source)}
+    return {**covers, "source": Path(source).name}
 
 
 def level_event(event: dict[str, Any]) -> dict[str, Any] | None:

@@ -63,9 +63,9 @@ class Roots:
     def asked_video(self, memory: Path, video: str) -> Path:
         """The video a question is asked with, under the roots; for a live memory (SPEC §16)
         also the URL it follows, which names its recording in the memory's folder."""
-        from memory_builders.recording import is_url
+        from memory_builders.sources import is_remote
 
-        if is_url(video) and live_state(memory) is not None:
+        if is_remote(video) and live_state(memory) is not None:
             return self.resolve(live_video(memory, video))
         return self.resolve(video)
 

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory_builders.recording import is_url
+from memory_builders.sources import is_remote
 from videotapestry.errors import VideoTapestryError
 from videotapestry.serve.jobs import Job, JobKind, JobStore
 from videotapestry.serve.operations import (
@@ -257,7 +257,7 @@ class JobRunner:
         library indexed again after each when there is one."""
         inputs = job.inputs
         source = inputs["video"]
-        if not is_url(source):
+        if not is_remote(source):
             source = str(self.roots.resolve(source, must_exist=False))
         out = self.roots.resolve(inputs["out"], must_exist=False)
         cancel = self._cancels.setdefault(job.id, threading.Event())

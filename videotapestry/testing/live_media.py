@@ -176,3 +176,16 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def covered_now(memory_dir: Path) -> float:
+    """The video time a followed memory's newest version covers; 0 before the first version
+    (or while its pointer cannot be read), for a test's wait loop."""
+    from videotapestry.errors import MemoryFormatError
+    from videotapestry.memory import live_state
+
+    try:
+        state = live_state(memory_dir)
+    except MemoryFormatError:
+        return 0.0
+    return state.covered_s if state is not None else 0.0

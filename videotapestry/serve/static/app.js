@@ -54,9 +54,20 @@ async function loadLibrary() {
     showError(error, e);
     return;
   }
+  for (const video of state.videos) {  // a followed memory's recording opens with that memory
+    const live = recordingOf(video);
+    if (live) video.memory = live.path;
+  }
   renderVideos();
   renderMemories();
   if (!state.current && state.videos.length) chooseVideo(state.videos[0]);
+}
+
+// A followed memory's recording (SPEC §16) is a video under the roots, listed as that
+// memory's video: opened with it, and never offered a build of its own (it is still
+// growing, and the follow already keeps its memory).
+function recordingOf(video) {
+  return state.memories.find((m) => m.recording && m.recording === video.path) || null;
 }
 
 function renderVideos() {
@@ -65,9 +76,11 @@ function renderVideos() {
   document.getElementById("videos-empty").hidden = state.videos.length > 0;
   for (const video of state.videos) {
     const bar = el("progress", { max: "1", value: "0", hidden: "" });
-    const note = state.buildNotes[video.path] || (video.memory ? "memory built" : "no memory yet");
+    const live = recordingOf(video);
+    const note = live ? `recording of ${live.path}`
+      : state.buildNotes[video.path] || (video.memory ? "memory built" : "no memory yet");
     const status = el("span", { class: "state" }, note);
-    const build = el("button", { class: "plain build", type: "button",
+    const build = live ? null : el("button", { class: "plain build", type: "button",
       onclick: () => startBuild(video, bar, status) }, video.memory ? "Rebuild" : "Build memory");
     const open = el("button", { type: "button", class: "open", onclick: () => chooseVideo(video) },
       "Open");
