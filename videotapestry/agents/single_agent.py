@@ -363,8 +363,8 @@ async def _observe(
     if step.mode == "frames":
         spans = [_span(ctx, _display_id(i)) for i in ids] or [(0.0, duration)]
         asked = question_windows(question.hints)
-        if not any(meets_window(span, a) for span in spans for a in asked):
-            spans = spans if not asked else list(asked)  # the nodes named lie outside it
+        if asked and not any(meets_window(span, a) for span in spans for a in asked):
+            spans = list(asked)  # the nodes named lie outside it
         look = look_in_window(ranges, spans, asked)
         windows = observation_windows(ranges, list(look.intervals), duration_s=duration)
         if look.moved:
